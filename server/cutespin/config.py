@@ -1,0 +1,90 @@
+"""Settings shared by the CLI, the language server and the benchmarks."""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Optional
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+@dataclass(frozen=True)
+class Settings:
+    loop_bound: Optional[int] = None  # None: 2 x stages + 1 when the kernel has stages, else 3
+    timeout: float = 20.0  # seconds per kernel for the whole SPIN pipeline
+    depth: int = 100_000  # pan -m
+    memory_mb: int = 1024  # pan -DMEMLIM
+    max_configs: int = 16  # trip-count configurations per kernel
+    max_ctas: int = 4
+    strict: bool = False
+    spin: str = "spin"
+    compiler: Optional[str] = None  # None: tcc when present, else gcc
+    verify_fixes: bool = True
+    kernel_pins: dict = field(default_factory=dict)  # qualname -> {pin: value}
+
+    def with_overrides(self, **kw) -> "Settings":
+        kw = {k: v for k, v in kw.items() if v is not None}
+        return replace(self, **kw)
+
+
+PYPROJECT_KEYS = {
+    "loop-bound": "loop_bound", "timeout": "timeout", "depth": "depth", "memory-mb": "memory_mb",
+    "strict": "strict", "spin": "spin", "compiler": "compiler", "max-configs": "max_configs",
+    "verify-fixes": "verify_fixes",
+}
+
+
+def find_pyproject(start: Path) -> Optional[Path]:
+    start = start.resolve()
+    for d in [start] + list(start.parents):
+        p = d / "pyproject.toml"
+        if p.is_file():
+            return p
+    return None
+
+
+def load_pyproject(path: Optional[Path]) -> dict:
+    """The `[tool.cutespin]` table of a pyproject.toml (empty when absent or unreadable)."""
+    if path is None:
+        return {}
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}
+    return data.get("tool", {}).get("cutespin", {}) or {}
+
+
+def settings_from_pyproject(base: Settings, table: dict) -> Settings:
+    kw = {}
+    for key, attr in PYPROJECT_KEYS.items():
+        if key in table:
+            kw[attr] = table[key]
+        elif attr in table:
+            kw[attr] = table[attr]
+    pins = {}
+    for qualname, values in (table.get("kernels") or {}).items():
+        if isinstance(values, dict):
+            pins[qualname] = {k.replace("-", "_"): (tuple(v) if isinstance(v, list) else v) for k, v in values.items()}
+    if pins:
+        kw["kernel_pins"] = {**base.kernel_pins, **pins}
+    return replace(base, **kw)
+
+
+def settings_for_path(path: Path, base: Optional[Settings] = None) -> Settings:
+    base = base or Settings()
+    start = path if path.is_dir() else path.parent
+    return settings_from_pyproject(base, load_pyproject(find_pyproject(start)))
+
+
+def setting_names() -> list:
+    return [f.name for f in fields(Settings)]
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "").lower() in ("1", "true", "yes")

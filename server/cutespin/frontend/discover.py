@@ -1,0 +1,280 @@
+"""Find kernels, their classes, imports, constants, launch configuration and pins.
+
+Static only: the file is parsed with libcst and never imported or executed.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from ..ir import Span
+
+PIN_RE = re.compile(r"#\s*cutespin\s*:\s*(?!ignore)(.*)$")
+PIN_ITEM_RE = re.compile(r"([A-Za-z_][\w-]*)\s*=\s*([^\s,]+)")
+
+
+@dataclass
+class KernelSite:
+    """A `@cute.kernel` function found in the source."""
+
+    name: str
+    qualname: str
+    node: cst.FunctionDef
+    cls: Optional[cst.ClassDef]
+    pins: dict  # from a `# cutespin: k=v` comment above the kernel
+    pin_line: Optional[int] = None
+
+
+@dataclass
+class LaunchSite:
+    """The `.launch(...)` of a kernel and the host function it sits in."""
+
+    host: cst.FunctionDef
+    call: cst.Call  # the kernel call `self.kernel(args...)`
+    launch: cst.Call  # the `.launch(grid=..., block=..., cluster=...)` call
+
+
+@dataclass
+class ModuleInfo:
+    wrapper: MetadataWrapper
+    module: cst.Module
+    positions: dict
+    aliases: dict  # local name -> fully qualified name
+    constants: dict  # module-level NAME -> cst expression
+    functions: dict  # module-level function name -> FunctionDef
+    classes: dict  # class name -> ClassDef
+    kernels: list = field(default_factory=list)  # list[KernelSite]
+    launches: dict = field(default_factory=dict)  # kernel qualname -> LaunchSite
+
+    def span(self, node: cst.CSTNode) -> Span:
+        pos = self.positions[node]
+        # libcst columns are 0-based code points; the contract is 1-based.
+        return Span(pos.start.line, pos.start.column + 1, pos.end.line, pos.end.column + 1)
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+
+def qualify(expr: cst.BaseExpression, aliases: dict) -> Optional[str]:
+    """The dotted name an expression refers to through the file's imports, or None."""
+    if isinstance(expr, cst.Name):
+        return aliases.get(expr.value)
+    if isinstance(expr, cst.Attribute):
+        base = qualify(expr.value, aliases)
+        return f"{base}.{expr.attr.value}" if base else None
+    return None
+
+
+def canonical(qualname: str) -> str:
+    """Normalise a qualified DSL name: `cutlass.cute.arch.mbar.mbarrier_wait` -> `arch.mbarrier_wait`."""
+    q = qualname
+    if q.startswith("cutlass."):
+        q = q[len("cutlass."):]
+    if q.startswith("cute.arch."):
+        return "arch." + q.rsplit(".", 1)[1]
+    if q.startswith("pipeline."):
+        return "pipeline." + q.rsplit(".", 1)[1]
+    if q.startswith(("utils.", "memory.")) and q.endswith("SmemAllocator"):
+        return "SmemAllocator"
+    return q
+
+
+def _dotted(node) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+def collect_aliases(module: cst.Module) -> dict:
+    aliases: dict = {}
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    full = _dotted(alias.name)
+                    if alias.asname is not None:
+                        aliases[alias.asname.name.value] = full
+                    else:
+                        top = full.split(".")[0]
+                        aliases[top] = top
+            elif isinstance(small, cst.ImportFrom) and small.module is not None:
+                mod = _dotted(small.module)
+                if isinstance(small.names, cst.ImportStar):
+                    continue
+                for alias in small.names:
+                    name = _dotted(alias.name)
+                    local = alias.asname.name.value if alias.asname else name
+                    aliases[local] = f"{mod}.{name}"
+    return aliases
+
+
+def _decorator_names(fn: cst.FunctionDef, aliases: dict) -> list:
+    names = []
+    for dec in fn.decorators:
+        d = dec.decorator
+        if isinstance(d, cst.Call):
+            d = d.func
+        q = qualify(d, aliases) or _dotted(d)
+        names.append(q)
+    return names
+
+
+def is_kernel(fn: cst.FunctionDef, aliases: dict) -> bool:
+    return any(n.endswith("cute.kernel") or n == "kernel" for n in _decorator_names(fn, aliases))
+
+
+def is_jit(fn: cst.FunctionDef, aliases: dict) -> bool:
+    return any(n.endswith("cute.jit") for n in _decorator_names(fn, aliases))
+
+
+def parse_pins(comment: str) -> dict:
+    m = PIN_RE.search(comment)
+    if not m:
+        return {}
+    pins = {}
+    for key, raw in PIN_ITEM_RE.findall(m.group(1)):
+        pins[key.replace("-", "_")] = _pin_value(raw)
+    return pins
+
+
+def _pin_value(raw: str):
+    try:
+        if raw.startswith("(") or "x" in raw:
+            parts = [int(p) for p in re.split(r"[x,()\s]+", raw) if p]
+            return tuple(parts) if len(parts) > 1 else parts[0]
+        return int(raw, 0)
+    except ValueError:
+        return raw
+
+
+def _kernel_pins(fn: cst.FunctionDef, module_code_lines: list, positions) -> tuple:
+    """Pins from `# cutespin: k=v` comments directly above the kernel (and its decorators)."""
+    pins: dict = {}
+    first = positions[fn].start.line
+    if fn.decorators:
+        first = min(first, positions[fn.decorators[0]].start.line)
+    line_no = first - 1
+    pin_line = None
+    while line_no >= 1:
+        text = module_code_lines[line_no - 1].strip()
+        if not text.startswith("#"):
+            break
+        got = parse_pins(text)
+        if got:
+            pins = {**got, **pins}
+            pin_line = line_no
+        line_no -= 1
+    for leading in fn.leading_lines:
+        if leading.comment is not None:
+            pins = {**parse_pins(leading.comment.value), **pins}
+    return pins, pin_line
+
+
+class _LaunchFinder(cst.CSTVisitor):
+    def __init__(self):
+        self.found: list = []
+
+    def visit_Call(self, node: cst.Call):
+        f = node.func
+        if isinstance(f, cst.Attribute) and f.attr.value == "launch" and isinstance(f.value, cst.Call):
+            self.found.append((f.value, node))
+
+
+def _callee_name(call: cst.Call) -> str:
+    f = call.func
+    if isinstance(f, cst.Attribute):
+        return f.attr.value
+    if isinstance(f, cst.Name):
+        return f.value
+    return ""
+
+
+def discover(text: str) -> ModuleInfo:
+    module = cst.parse_module(text)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    aliases = collect_aliases(module)
+    info = ModuleInfo(wrapper, module, positions, aliases, {}, {}, {})
+    lines = text.splitlines()
+
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                    t = small.targets[0].target
+                    if isinstance(t, cst.Name):
+                        info.constants[t.value] = small.value
+                elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value:
+                    info.constants[small.target.value] = small.value
+        elif isinstance(stmt, cst.FunctionDef):
+            info.functions[stmt.name.value] = stmt
+            if is_kernel(stmt, aliases):
+                pins, pin_line = _kernel_pins(stmt, lines, positions)
+                info.kernels.append(KernelSite(stmt.name.value, stmt.name.value, stmt, None, pins, pin_line))
+        elif isinstance(stmt, cst.ClassDef):
+            info.classes[stmt.name.value] = stmt
+            for item in stmt.body.body:
+                if isinstance(item, cst.FunctionDef) and is_kernel(item, aliases):
+                    pins, pin_line = _kernel_pins(item, lines, positions)
+                    qn = f"{stmt.name.value}.{item.name.value}"
+                    info.kernels.append(KernelSite(item.name.value, qn, item, stmt, pins, pin_line))
+
+    # Launch sites: `<kernel>(args).launch(...)` in any function of the same class / module.
+    for site in info.kernels:
+        hosts = []
+        if site.cls is not None:
+            hosts = [i for i in site.cls.body.body if isinstance(i, cst.FunctionDef)]
+        hosts += list(info.functions.values())
+        for host in hosts:
+            finder = _LaunchFinder()
+            host.visit(finder)
+            for kcall, launch in finder.found:
+                if _callee_name(kcall) == site.name:
+                    info.launches[site.qualname] = LaunchSite(host, kcall, launch)
+                    break
+            if site.qualname in info.launches:
+                break
+    return info
+
+
+def class_methods(cls: Optional[cst.ClassDef]) -> dict:
+    if cls is None:
+        return {}
+    return {i.name.value: i for i in cls.body.body if isinstance(i, cst.FunctionDef)}
+
+
+def self_assignments(cls: Optional[cst.ClassDef]) -> list:
+    """Every `self.x = expr` in the class's methods, in source order (method order, then body)."""
+    out: list = []
+    if cls is None:
+        return out
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign):
+            for t in node.targets:
+                tgt = t.target
+                if isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name) and tgt.value.value == "self":
+                    out.append((tgt.attr.value, node.value))
+                elif isinstance(tgt, cst.Tuple) and isinstance(node.value, cst.Tuple):
+                    for el, val in zip(tgt.elements, node.value.elements):
+                        e = el.value
+                        if isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self":
+                            out.append((e.attr.value, val.value))
+
+        def visit_AnnAssign(self, node: cst.AnnAssign):
+            tgt = node.target
+            if node.value is not None and isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name) and tgt.value.value == "self":
+                out.append((tgt.attr.value, node.value))
+
+    for item in cls.body.body:
+        if isinstance(item, cst.FunctionDef):
+            item.visit(V())
+    return out

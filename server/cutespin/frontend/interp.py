@@ -1,0 +1,1604 @@
+"""An abstract interpreter that walks a kernel body for one (CTA, warp) and emits IR ops.
+
+The warp's identity is concrete (so `warp_idx` dispatch folds), lanes are explicit (a condition
+on `lane_idx`/`thread_idx` narrows the active lane mask) and loops are unrolled, so every op it
+emits names fixed barriers, parities and buffers. Values it cannot determine are `Unknown`;
+when an unknown value decides something that matters for synchronization, an `Unmodeled` item
+records the construct and why.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field, replace
+from typing import Callable, Optional
+
+import libcst as cst
+
+from .. import ir
+from .discover import ModuleInfo, canonical, qualify
+from .values import (
+    DTYPE_BITS, FULL_MASK, Allocator, DType, ElectCtx, FlagRead, FuncRef, Gmem, LaneVal, Layout,
+    ModuleRef, NamedBarrierObj, SelfObj, Smem, Storage, TmaAtom, TryWaitResult, Unknown,
+)
+
+MBARRIER_MAX = (1 << 20) - 1
+MAX_UNROLL = 256
+MAX_OPS = 20000
+
+
+class Unsupported(Exception):
+    """Raised inside the walk when a construct stops the interpretation of a path."""
+
+
+class _Return(Exception):
+    def __init__(self, value):
+        self.value = value
+
+
+@dataclass
+class Emit:
+    """Raw op as emitted: lane masks are 32-bit lane sets, converted to classes later."""
+
+    ops: list = field(default_factory=list)
+
+
+@dataclass
+class WarpContext:
+    cta: int
+    warp: int
+    cluster: int
+    ctas: int
+    threads: int
+    trips: dict  # bound text -> trip count (this configuration)
+    trip_bound: int
+    discovered: dict  # bound text -> first span (shared across runs)
+
+
+BINOPS = {
+    cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
+    cst.FloorDivide: operator.floordiv, cst.Modulo: operator.mod, cst.Power: operator.pow,
+    cst.LeftShift: operator.lshift, cst.RightShift: operator.rshift, cst.BitAnd: operator.and_,
+    cst.BitOr: operator.or_, cst.BitXor: operator.xor, cst.Divide: operator.truediv,
+}
+CMPOPS = {
+    cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt,
+    cst.LessThanEqual: operator.le, cst.GreaterThan: operator.gt, cst.GreaterThanEqual: operator.ge,
+}
+NEGATE_CMP = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+CMP_TEXT = {cst.Equal: "==", cst.NotEqual: "!=", cst.LessThan: "<", cst.LessThanEqual: "<=",
+            cst.GreaterThan: ">", cst.GreaterThanEqual: ">="}
+
+# Calls known to carry no synchronization: evaluated as opaque values.
+PURE_PREFIXES = (
+    "cute.make_", "cute.size", "cute.cosize", "cute.rank", "cute.shape", "cute.local_partition",
+    "cute.zeros_like", "cute.full_like", "cute.where", "cute.exp", "cute.math", "cute.printf",
+    "cute.print_", "cute.nvgpu.cpasync.make_tiled_tma_atom", "cute.nvgpu.cpasync.prefetch_descriptor",
+    "cute.nvgpu.make_", "cute.nvgpu.cpasync.Copy", "cute.nvgpu.warp", "cute.nvgpu.CopyUniversalOp",
+    "cute.nvgpu.cpasync.create_tma_multicast_mask", "utils.", "cute.recast", "cute.elem_less",
+    "cute.crd2idx", "cute.idx2crd", "cute.ceil_div", "cute.product", "cute.append", "cute.prepend",
+    "cute.tile_to_shape", "cute.select", "cute.get", "cute.domain_offset", "cute.filter",
+    "cute.TensorSSA", "cute.arch.", "Float", "Int", "Uint", "Boolean", "TFloat", "BFloat",
+    "Numeric", "cute.Tensor", "math.", "cute.nvgpu.common",
+)
+PURE_ARCH = {
+    "arch.make_warp_uniform", "arch.exp2", "arch.rcp_approx", "arch.fmax", "arch.shuffle_sync",
+    "arch.shuffle_sync_bfly", "arch.shuffle_sync_up", "arch.shuffle_sync_down", "arch.vote_ballot_sync",
+    "arch.vote_any_sync", "arch.vote_all_sync", "arch.popc", "arch.clz", "arch.prmt",
+    "arch.setmaxregister_increase", "arch.setmaxregister_decrease", "arch.warpgroup_reg_alloc",
+    "arch.warpgroup_reg_dealloc", "arch.cvt_f32_bf16", "arch.get_dyn_smem_size", "arch.dynamic_smem_size",
+    "arch.grid_dim", "arch.cluster_idx", "arch.cluster_dim", "arch.block_in_cluster_dim",
+    "arch.physical_warp_id", "arch.warp_redux_sync", "arch.nanosleep", "arch.clock", "arch.clock64",
+}
+VIEW_METHODS = (
+    "partition", "get_slice", "local_tile", "composition", "make_tensor", "group_modes",
+    "flat_divide", "zipped_divide", "logical_divide", "tiled_divide", "flatten", "coalesce",
+    "recast_tensor", "filter_zeros", "domain_offset", "slice_", "thr_slice", "retile",
+    "local_partition", "tma_partition",
+)
+
+
+def _view_name(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1]
+    return any(last.startswith(v) or last == v for v in VIEW_METHODS)
+
+
+def _popcount(m: int) -> int:
+    return bin(m).count("1")
+
+
+def _lowest(m: int) -> int:
+    return m & -m
+
+
+class KernelInterp:
+    """Walks one kernel for one warp of one CTA under one trip-count configuration."""
+
+    def __init__(self, info: ModuleInfo, ctx: WarpContext, self_obj: Optional[SelfObj],
+                 methods: dict, params: dict, registry: "Registry"):
+        self.info = info
+        self.ctx = ctx
+        self.self_obj = self_obj
+        self.methods = methods
+        self.env: dict = dict(params)
+        self.mask = FULL_MASK
+        self.out: list = []
+        self.registry = registry
+        self.elected_lanes: set = set()
+        self.role_hint: Optional[str] = None
+        self.pending_fence_scope: Optional[str] = None  # fence.acq_rel before a relaxed atomic
+        self.last_relaxed_flag: Optional[ir.Flag] = None
+        self.bulk_groups: list = []  # committed groups of TmaStore ops, oldest first
+        self.bulk_open: list = []
+        self.depth = 0
+        self.assign_name: Optional[str] = None
+        self.no_inline: set = set()
+
+    # ---------------------------------------------------------------- helpers
+    def span(self, node) -> ir.Span:
+        return self.info.span(node)
+
+    def unmodeled(self, node, construct: str, why: str):
+        self.registry.add_unmodeled(ir.Unmodeled(self.span(node).line, construct, why))
+
+    def emit(self, op: ir.Op):
+        if len(self.out) > MAX_OPS:
+            raise Unsupported("the unrolled model exceeds the op limit; pin a smaller loop bound")
+        self.out.append(op)
+
+    def code(self, node) -> str:
+        return " ".join(self.info.code(node).split())
+
+    # ---------------------------------------------------------------- statements
+    def run_body(self, fn: cst.FunctionDef):
+        try:
+            self.exec_block(fn.body)
+        except _Return:
+            pass
+
+    def exec_block(self, block):
+        body = block.body if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)) else block
+        for stmt in body:
+            if self.mask == 0:
+                return
+            self.exec_stmt(stmt)
+
+    def exec_stmt(self, stmt):
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                self.exec_small(small)
+        elif isinstance(stmt, cst.If):
+            self.exec_if(stmt)
+        elif isinstance(stmt, cst.For):
+            self.exec_for(stmt)
+        elif isinstance(stmt, cst.While):
+            self.exec_while(stmt)
+        elif isinstance(stmt, cst.With):
+            self.exec_with(stmt)
+        elif isinstance(stmt, cst.FunctionDef):
+            self.env[stmt.name.value] = FuncRef(stmt.name.value, stmt)
+        elif isinstance(stmt, cst.ClassDef):
+            self.env[stmt.name.value] = ModuleRef(f"<local class {stmt.name.value}>")
+        elif isinstance(stmt, cst.Try):
+            self.unmodeled(stmt, "try statement", "exception handling is not part of the DSL's device code")
+        else:
+            self.unmodeled(stmt, type(stmt).__name__, "statement kind not modeled")
+
+    def exec_small(self, small):
+        if isinstance(small, cst.Expr):
+            self.eval(small.value)
+        elif isinstance(small, cst.Assign):
+            first = small.targets[0].target
+            self.assign_name = first.value if isinstance(first, cst.Name) else (
+                first.attr.value if isinstance(first, cst.Attribute) else None)
+            value = self.eval(small.value)
+            self.assign_name = None
+            for t in small.targets:
+                self.assign(t.target, value, small)
+        elif isinstance(small, cst.AnnAssign):
+            if small.value is not None:
+                self.assign(small.target, self.eval(small.value), small)
+        elif isinstance(small, cst.AugAssign):
+            cur = self.eval(small.target)
+            rhs = self.eval(small.value)
+            op_type = type(small.operator)
+            binop = {cst.AddAssign: operator.add, cst.SubtractAssign: operator.sub,
+                     cst.MultiplyAssign: operator.mul, cst.BitXorAssign: operator.xor,
+                     cst.BitOrAssign: operator.or_, cst.BitAndAssign: operator.and_,
+                     cst.ModuloAssign: operator.mod, cst.FloorDivideAssign: operator.floordiv,
+                     cst.LeftShiftAssign: operator.lshift, cst.RightShiftAssign: operator.rshift}.get(op_type)
+            value = self.binop(binop, cur, rhs) if binop else Unknown("augmented assignment")
+            self.assign(small.target, value, small)
+        elif isinstance(small, cst.Return):
+            raise _Return(self.eval(small.value) if small.value is not None else None)
+        elif isinstance(small, (cst.Pass, cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)):
+            pass
+        elif isinstance(small, cst.Assert):
+            pass
+        elif isinstance(small, (cst.Break, cst.Continue)):
+            raise Unsupported("break/continue")
+        elif isinstance(small, cst.Raise):
+            raise _Return(None)
+        elif isinstance(small, cst.Del):
+            pass
+        else:
+            self.unmodeled(small, type(small).__name__, "statement kind not modeled")
+
+    def assign(self, target, value, node):
+        if isinstance(target, cst.Name):
+            self.env[target.value] = value
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elems = [e.value for e in target.elements]
+            if isinstance(value, (tuple, list)) and len(value) == len(elems):
+                for e, v in zip(elems, value):
+                    self.assign(e, v, node)
+            else:
+                for e in elems:
+                    self.assign(e, Unknown("unpacked runtime value"), node)
+        elif isinstance(target, cst.Attribute):
+            base = self.eval(target.value)
+            if isinstance(base, SelfObj):
+                base.attrs[target.attr.value] = value
+        elif isinstance(target, cst.Subscript):
+            base = self.eval(target.value)
+            self.access(base, write=True, node=node, index=target)
+        else:
+            self.unmodeled(node, "assignment target", "assignment target not modeled")
+
+    # ---------------------------------------------------------------- control flow
+    def exec_if(self, stmt: cst.If):
+        cond = self.eval_cond(stmt.test)
+        orelse = stmt.orelse
+        else_body = None
+        if isinstance(orelse, cst.Else):
+            else_body = orelse.body
+        elif isinstance(orelse, cst.If):
+            else_body = [orelse]
+        self.branch(cond, stmt.body, else_body, stmt)
+
+    def branch(self, cond, then_body, else_body, node):
+        if isinstance(cond, bool):
+            if cond:
+                if self.role_hint is None and self._mentions_role(node):
+                    self.role_hint = self.code(node.test)
+                self.exec_block(then_body)
+            elif else_body is not None:
+                self.exec_block(else_body)
+            return
+        if isinstance(cond, LaneVal):
+            tmask = sum(1 << i for i, v in enumerate(cond.vals) if v)
+            saved = self.mask
+            env0 = dict(self.env)
+            self.mask = saved & tmask
+            if self.mask:
+                self.exec_block(then_body)
+            env_then = self.env
+            self.env = dict(env0)
+            self.mask = saved & ~tmask & FULL_MASK
+            if self.mask and else_body is not None:
+                self.exec_block(else_body)
+            self.mask = saved
+            self.env = self.merge_lane_envs(env_then, self.env, tmask)
+            return
+        # A runtime condition: either side may run.
+        self.choice([then_body, else_body], node)
+
+    def _mentions_role(self, node) -> bool:
+        text = self.code(node.test)
+        return "warp" in text or "tidx" in text or "thread" in text or "cta" in text or "lane" in text
+
+    def choice(self, bodies, node):
+        env0 = dict(self.env)
+        outs, envs = [], []
+        for body in bodies:
+            self.env = dict(env0)
+            saved_out = self.out
+            self.out = []
+            if body is not None:
+                self.exec_block(body)
+            outs.append(self.out)
+            envs.append(self.env)
+            self.out = saved_out
+        self.env = self.merge_envs(envs, node)
+        if any(outs):
+            self.emit(ir.Choice(self.span(node), outs))
+
+    def merge_envs(self, envs, node):
+        merged = {}
+        keys = set().union(*[e.keys() for e in envs])
+        for k in keys:
+            vals = [e.get(k, Unknown("unbound on one branch")) for e in envs]
+            first = vals[0]
+            if all(_same(v, first) for v in vals):
+                merged[k] = first
+            else:
+                merged[k] = Unknown(f"differs between the branches at line {self.span(node).line}")
+        return merged
+
+    def merge_lane_envs(self, env_then, env_else, tmask):
+        merged = {}
+        for k in set(env_then) | set(env_else):
+            a = env_then.get(k, Unknown("unbound"))
+            b = env_else.get(k, Unknown("unbound"))
+            if _same(a, b):
+                merged[k] = a
+            elif _is_int(a) and _is_int(b) or isinstance(a, LaneVal) or isinstance(b, LaneVal):
+                av = a.vals if isinstance(a, LaneVal) else (a,) * 32
+                bv = b.vals if isinstance(b, LaneVal) else (b,) * 32
+                merged[k] = LaneVal(tuple(av[i] if tmask >> i & 1 else bv[i] for i in range(32)))
+            else:
+                merged[k] = Unknown("differs between lanes")
+        return merged
+
+    def exec_with(self, stmt: cst.With):
+        ctxs = [self.eval(item.item) for item in stmt.items]
+        if len(ctxs) == 1 and isinstance(ctxs[0], ElectCtx):
+            saved = self.mask
+            lane = _lowest(self.mask)
+            self.elected_lanes.add(lane.bit_length() - 1)
+            self.mask = lane
+            self.exec_block(stmt.body)
+            self.mask = saved
+            return
+        self.exec_block(stmt.body)
+
+    def loop_values(self, node, bound_node, start, stop, step):
+        """The loop index values for `range(start, stop, step)`; runtime bounds are trip counts."""
+        if _is_int(start) and _is_int(stop) and _is_int(step) and step != 0:
+            vals = list(range(start, stop, step))
+            if len(vals) > MAX_UNROLL:
+                raise Unsupported(f"loop of {len(vals)} iterations with synchronization")
+            return vals
+        text = self.code(bound_node)
+        trips = self.trip(text, node)
+        first = start if _is_int(start) else 0
+        st = step if _is_int(step) and step else 1
+        if isinstance(bound_node, cst.Name):
+            # Later comparisons against the bound see its value in this configuration.
+            self.env[bound_node.value] = first + trips * st
+        if not _is_int(start):
+            self.registry.assume(f"loop at line {self.span(node).line} starts at 0")
+        return [first + i * st for i in range(trips)]
+
+    def trip(self, text: str, node) -> int:
+        if text not in self.ctx.discovered:
+            self.ctx.discovered[text] = self.span(node).line
+        return self.ctx.trips.get(text, self.ctx.trip_bound)
+
+    def exec_for(self, stmt: cst.For):
+        it = stmt.iter
+        values = None
+        if isinstance(it, cst.Call):
+            name = self.callee_name(it.func)
+            if name in ("range", "range_constexpr", "range_dynamic", "cutlass.range", "cutlass.range_constexpr",
+                        "cutlass.range_dynamic") or name.endswith(".range") or name.endswith("range_constexpr"):
+                args = [self.eval(a.value) for a in it.args if a.keyword is None]
+                if len(args) == 1:
+                    start, stop, step, bnode = 0, args[0], 1, it.args[0].value
+                elif len(args) >= 2:
+                    start, stop = args[0], args[1]
+                    step = args[2] if len(args) > 2 else 1
+                    bnode = it.args[1].value
+                else:
+                    raise Unsupported("range() without arguments")
+                values = self.loop_values(stmt, bnode, start, stop, step)
+        if values is None:
+            seq = self.eval(it)
+            if isinstance(seq, (tuple, list)):
+                values = list(seq)
+            else:
+                trips = self.trip(self.code(it), stmt)
+                values = [Unknown("element of a runtime sequence")] * trips
+        for v in values:
+            if self.mask == 0:
+                break
+            self.assign(stmt.target, v, stmt)
+            self.exec_block(stmt.body)
+
+    def exec_while(self, stmt: cst.While):
+        if self.try_spin(stmt):
+            return
+        for _ in range(MAX_UNROLL):
+            cond = self.eval_cond(stmt.test)
+            if cond is False:
+                return
+            if cond is True:
+                self.exec_block(stmt.body)
+                continue
+            break
+        else:
+            raise Unsupported("while loop did not terminate within the unroll limit")
+        # A runtime condition: a bounded loop (persistent tile loops and the like).
+        trips = self.trip(self.code(stmt.test), stmt)
+        for _ in range(trips):
+            self.exec_block(stmt.body)
+
+    def try_spin(self, stmt: cst.While) -> bool:
+        """`while not try_wait(bar, p)` and `while load(flag) < n` become blocking waits."""
+        test = stmt.test
+        if not _body_is_trivial(stmt.body):
+            spin_var = _spin_variable(stmt)
+            if spin_var is None:
+                return False
+        negated = False
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            negated, test = True, test.expression
+        val = self.eval(test)
+        if isinstance(val, TryWaitResult) and negated:
+            self.emit_wait(val.bar, val.parity, stmt)
+            return True
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            left = self.eval(test.left)
+            right = self.eval(test.comparisons[0].comparator)
+            op = CMP_TEXT.get(type(test.comparisons[0].operator))
+            if isinstance(left, FlagRead) and _is_int(right) and op:
+                wait_cmp = NEGATE_CMP[op] if not negated else op
+                self.emit_flag_wait(left, wait_cmp, right, stmt)
+                return True
+        if isinstance(val, FlagRead) and not negated:
+            self.emit_flag_wait(val, "==", 0, stmt)
+            return True
+        return False
+
+    # ---------------------------------------------------------------- expressions
+    def eval_cond(self, node):
+        v = self.eval(node)
+        if isinstance(v, (bool, int)) and not isinstance(v, LaneVal):
+            return bool(v)
+        if isinstance(v, LaneVal):
+            u = v.uniform()
+            if u is not None and not isinstance(u, Unknown):
+                return bool(u)
+            return LaneVal(tuple(bool(x) if not isinstance(x, Unknown) else False for x in v.vals))
+        if v is None:
+            return False
+        if isinstance(v, (Smem, Gmem, TmaAtom, NamedBarrierObj)):
+            return True
+        return Unknown("runtime condition")
+
+    def callee_name(self, func) -> str:
+        q = qualify(func, self.info.aliases)
+        if q:
+            return canonical(q)
+        if isinstance(func, cst.Name):
+            return func.value
+        if isinstance(func, cst.Attribute):
+            return func.attr.value
+        return ""
+
+    def eval(self, node):
+        m = getattr(self, "eval_" + type(node).__name__, None)
+        if m is None:
+            return Unknown(f"{type(node).__name__} expression")
+        return m(node)
+
+    def eval_Integer(self, node):
+        return int(node.value.replace("_", ""), 0)
+
+    def eval_Float(self, node):
+        return float(node.value)
+
+    def eval_SimpleString(self, node):
+        return node.evaluated_value
+
+    def eval_ConcatenatedString(self, node):
+        return Unknown("string")
+
+    def eval_FormattedString(self, node):
+        return Unknown("f-string")
+
+    def eval_Ellipsis(self, node):
+        return Ellipsis
+
+    def eval_Name(self, node):
+        name = node.value
+        if name in self.env:
+            return self.env[name]
+        if name == "self" and self.self_obj is not None:
+            return self.self_obj
+        if name in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[name]
+        if name in self.info.constants:
+            return self.eval(self.info.constants[name])
+        if name in self.info.aliases:
+            return ModuleRef(self.info.aliases[name])
+        if name in self.info.functions:
+            return FuncRef(name, self.info.functions[name])
+        if name in self.info.classes:
+            return ModuleRef(f"<class {name}>")
+        if name in ("range", "len", "min", "max", "abs", "int", "bool", "tuple", "list", "print", "float",
+                    "zip", "enumerate", "isinstance", "sum", "any", "all", "str", "round"):
+            return ModuleRef(name)
+        return Unknown(f"name {name}")
+
+    def eval_Attribute(self, node):
+        q = qualify(node, self.info.aliases)
+        if q:
+            return ModuleRef(q)
+        base = self.eval(node.value)
+        attr = node.attr.value
+        if isinstance(base, SelfObj):
+            if attr in base.attrs:
+                return base.attrs[attr]
+            if attr in self.methods:
+                return FuncRef(attr, self.methods[attr], bound_self=True)
+            return Unknown(f"self.{attr}")
+        if isinstance(base, ModuleRef):
+            return ModuleRef(f"{base.qualname}.{attr}")
+        if isinstance(base, Storage):
+            return Smem(alloc=f"{base.key}.{attr}", label=attr, cta=base.cta)
+        if isinstance(base, Smem):
+            if attr in ("iterator", "ptr", "llvm_ptr", "data_ptr"):
+                return base
+            return Unknown(f"attribute {attr} of a shared-memory object")
+        if isinstance(base, Gmem):
+            if attr in ("iterator", "llvm_ptr", "ptr"):
+                return Gmem(base.name, base.offset, is_ptr=True)
+            return Unknown(f"attribute {attr} of a tensor")
+        if isinstance(base, tuple) and attr in ("x", "y", "z"):
+            return base["xyz".index(attr)] if len(base) > "xyz".index(attr) else Unknown("dim")
+        if isinstance(base, Layout) and attr == "shape":
+            return base.shape
+        return Unknown(f"attribute {attr}")
+
+    def eval_Tuple(self, node):
+        return tuple(self.eval(e.value) for e in node.elements)
+
+    def eval_List(self, node):
+        return tuple(self.eval(e.value) for e in node.elements)
+
+    def eval_Subscript(self, node):
+        base = self.eval(node.value)
+        if isinstance(base, (Smem, Gmem)):
+            return self.access(base, write=False, node=node, index=node)
+        idx = self.eval_index(node)
+        if isinstance(base, (tuple, list)) and _is_int(idx):
+            try:
+                return base[idx]
+            except IndexError:
+                return Unknown("index out of range")
+        if isinstance(base, ModuleRef) and base.qualname.endswith("Constexpr"):
+            return base
+        return Unknown("subscript")
+
+    def eval_index(self, node: cst.Subscript):
+        elems = []
+        for el in node.slice:
+            s = el.slice
+            if isinstance(s, cst.Index):
+                elems.append(self.eval(s.value))
+            else:
+                elems.append(slice(None))
+        return elems[0] if len(elems) == 1 else tuple(elems)
+
+    def eval_IfExp(self, node):
+        c = self.eval_cond(node.test)
+        if isinstance(c, bool):
+            return self.eval(node.body if c else node.orelse)
+        a, b = self.eval(node.body), self.eval(node.orelse)
+        if isinstance(c, LaneVal):
+            av = a.vals if isinstance(a, LaneVal) else (a,) * 32
+            bv = b.vals if isinstance(b, LaneVal) else (b,) * 32
+            return LaneVal(tuple(av[i] if c.vals[i] else bv[i] for i in range(32)))
+        return a if _same(a, b) else Unknown("runtime select")
+
+    def eval_UnaryOperation(self, node):
+        v = self.eval(node.expression)
+        op = node.operator
+        if isinstance(op, cst.Not):
+            if isinstance(v, LaneVal):
+                return LaneVal(tuple(not x for x in v.vals))
+            if isinstance(v, Unknown):
+                return v
+            if isinstance(v, (FlagRead, TryWaitResult)):
+                return Unknown("negated runtime wait")
+            return not v
+        if isinstance(op, cst.Minus):
+            return self.binop(operator.sub, 0, v)
+        if isinstance(op, cst.Plus):
+            return v
+        if isinstance(op, cst.BitInvert):
+            return self.binop(lambda a, b: ~b, 0, v)
+        return Unknown("unary")
+
+    def eval_BinaryOperation(self, node):
+        op = BINOPS.get(type(node.operator))
+        left, right = self.eval(node.left), self.eval(node.right)
+        if op is None:
+            return Unknown("operator")
+        return self.binop(op, left, right)
+
+    def binop(self, op, a, b):
+        if isinstance(a, Smem) and op in (operator.add, operator.sub) and _is_int(b):
+            return a.at(offset=op(a.offset, b))
+        if isinstance(a, Gmem) and op in (operator.add, operator.sub) and _is_int(b):
+            return Gmem(a.name, op(a.offset, b), a.is_ptr)
+        if isinstance(a, Smem) and isinstance(b, (LaneVal, Unknown)) or isinstance(a, Gmem) and isinstance(b, (LaneVal, Unknown)):
+            return a  # a per-lane or runtime offset inside the same buffer
+        if isinstance(a, LaneVal) or isinstance(b, LaneVal):
+            av = a.vals if isinstance(a, LaneVal) else (a,) * 32
+            bv = b.vals if isinstance(b, LaneVal) else (b,) * 32
+            return LaneVal(tuple(self.binop(op, x, y) for x, y in zip(av, bv)))
+        if isinstance(a, Unknown):
+            return a
+        if isinstance(b, Unknown):
+            return b
+        if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and op is operator.add:
+            return tuple(a) + tuple(b)
+        if isinstance(a, (tuple, list)) and _is_int(b) and op is operator.mul:
+            return tuple(a) * b
+        try:
+            if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+                return op(a, b)
+        except (ZeroDivisionError, OverflowError, ValueError):
+            return Unknown("arithmetic error")
+        return Unknown("operator on non-numbers")
+
+    def eval_Comparison(self, node):
+        result = True
+        left = self.eval(node.left)
+        for comp in node.comparisons:
+            right = self.eval(comp.comparator)
+            r = self.compare(comp.operator, left, right)
+            if isinstance(r, FlagRead) or isinstance(left, FlagRead):
+                return Unknown("flag comparison")
+            result = self.logic_and(result, r)
+            left = right
+        return result
+
+    def compare(self, op_node, a, b):
+        if isinstance(op_node, (cst.In, cst.NotIn)):
+            neg = isinstance(op_node, cst.NotIn)
+            if isinstance(b, (tuple, list)):
+                if isinstance(a, LaneVal):
+                    return LaneVal(tuple((x in b) != neg for x in a.vals))
+                if isinstance(a, Unknown) or any(isinstance(x, Unknown) for x in b):
+                    return Unknown("membership")
+                return (a in b) != neg
+            return Unknown("membership")
+        if isinstance(op_node, (cst.Is, cst.IsNot)):
+            if isinstance(a, Unknown) or isinstance(b, Unknown):
+                return Unknown("identity")
+            return (a is b) != isinstance(op_node, cst.IsNot)
+        op = CMPOPS.get(type(op_node))
+        if op is None:
+            return Unknown("comparison")
+        if isinstance(a, LaneVal) or isinstance(b, LaneVal):
+            av = a.vals if isinstance(a, LaneVal) else (a,) * 32
+            bv = b.vals if isinstance(b, LaneVal) else (b,) * 32
+            if any(isinstance(x, Unknown) for x in av + bv):
+                return Unknown("per-lane runtime comparison")
+            return LaneVal(tuple(op(x, y) for x, y in zip(av, bv)))
+        if isinstance(a, Unknown) or isinstance(b, Unknown) or isinstance(a, (FlagRead, TryWaitResult)):
+            return Unknown("runtime comparison")
+        try:
+            return op(a, b)
+        except TypeError:
+            return Unknown("comparison of unlike values")
+
+    def logic_and(self, a, b):
+        if a is False or b is False:
+            return False
+        if a is True:
+            return b
+        if b is True:
+            return a
+        if isinstance(a, LaneVal) and isinstance(b, LaneVal):
+            return LaneVal(tuple(bool(x) and bool(y) for x, y in zip(a.vals, b.vals)))
+        return Unknown("runtime condition")
+
+    def logic_or(self, a, b):
+        if a is True or b is True:
+            return True
+        if a is False:
+            return b
+        if b is False:
+            return a
+        if isinstance(a, LaneVal) and isinstance(b, LaneVal):
+            return LaneVal(tuple(bool(x) or bool(y) for x, y in zip(a.vals, b.vals)))
+        return Unknown("runtime condition")
+
+    def eval_BooleanOperation(self, node):
+        a = self.eval_cond(node.left)
+        if isinstance(node.operator, cst.And):
+            if a is False:
+                return False
+            return self.logic_and(a, self.eval_cond(node.right))
+        if a is True:
+            return True
+        return self.logic_or(a, self.eval_cond(node.right))
+
+    # ---------------------------------------------------------------- calls
+    def eval_Call(self, node: cst.Call):
+        func = node.func
+        args, kwargs = [], {}
+        for a in node.args:
+            if a.star:
+                v = self.eval(a.value)
+                if isinstance(v, (tuple, list)) and a.star == "*":
+                    args.extend(v)
+                continue
+            v = self.eval(a.value)
+            if a.keyword is not None:
+                kwargs[a.keyword.value] = v
+            else:
+                args.append(v)
+        # Method calls on values we model.
+        if isinstance(func, cst.Attribute) and qualify(func, self.info.aliases) is None:
+            base = self.eval(func.value)
+            meth = func.attr.value
+            if not isinstance(base, (ModuleRef, SelfObj)):
+                return self.call_method(base, meth, args, kwargs, node)
+        target = self.eval(func)
+        if isinstance(target, FuncRef):
+            return self.inline(target, args, kwargs, node)
+        name = canonical(target.qualname) if isinstance(target, ModuleRef) else self.callee_name(func)
+        handler = CALLS.get(name)
+        if handler is not None:
+            return handler(self, args, kwargs, node)
+        return self.unknown_call(name, args, kwargs, node)
+
+    def unknown_call(self, name, args, kwargs, node):
+        sync_args = [v for v in list(args) + list(kwargs.values())
+                     if isinstance(v, (Smem, NamedBarrierObj, TryWaitResult))]
+        if name.startswith("pipeline.") or (name.startswith("arch.") and name not in PURE_ARCH):
+            self.unmodeled(node, name.replace("arch.", "cute.arch.", 1), "synchronization primitive not modeled")
+            return Unknown(f"result of {name}")
+        if _view_name(name):
+            for v in args:
+                if isinstance(v, (Smem, Gmem)):
+                    return v
+        if name.startswith("cute.") or name.startswith(PURE_PREFIXES) or name in BUILTIN_PURE:
+            return _builtin(name, args)
+        if sync_args:
+            self.unmodeled(node, name or self.code(node.func), "call receives a barrier or shared-memory buffer")
+        return Unknown(f"result of {name or 'call'}")
+
+    def call_method(self, base, meth, args, kwargs, node):
+        if isinstance(base, Allocator):
+            return self.alloc_method(base, meth, args, kwargs, node)
+        if isinstance(base, Smem):
+            if meth in ("data_ptr", "iterator", "align", "toint", "get_tensor"):
+                if meth == "get_tensor" and args:
+                    return self.with_layout(base, args[0], kwargs.get("dtype"))
+                return base
+            if meth == "load":
+                return self.access(base, write=False, node=node)
+            if meth in ("store", "fill"):
+                self.access(base, write=True, node=node)
+                return None
+            if _view_name(meth):
+                return base
+            return Unknown(f"{meth} of shared memory")
+        if isinstance(base, Gmem):
+            if meth == "load":
+                return self.access(base, write=False, node=node)
+            if meth in ("store", "fill"):
+                self.access(base, write=True, node=node)
+                return None
+            if meth in ("toint", "align"):
+                return base
+            return base if _view_name(meth) else Unknown(f"{meth} of a tensor")
+        if isinstance(base, NamedBarrierObj):
+            return self.named_barrier_method(base, meth, node)
+        if isinstance(base, FuncRef):
+            return Unknown("method of a function")
+        if _view_name(meth):
+            for v in args:
+                if isinstance(v, (Smem, Gmem)):
+                    return v
+        sync_args = [v for v in args + list(kwargs.values()) if isinstance(v, (Smem, NamedBarrierObj))]
+        if sync_args and meth not in ("partition_shape_A", "partition_shape_B", "make_fragment_A",
+                                      "make_fragment_B", "make_fragment_C", "retile"):
+            self.unmodeled(node, f".{meth}(...)", "method call on an unknown object receives a barrier or buffer")
+        return Unknown(f"result of .{meth}()")
+
+    def inline(self, fn: FuncRef, args, kwargs, node):
+        if fn.node in self.no_inline:
+            return Unknown("kernel launch")
+        if self.depth > 8:
+            raise Unsupported("helper calls nested too deeply")
+        params = fn.node.params
+        names = [p.name.value for p in params.params]
+        if fn.bound_self and names and names[0] == "self":
+            names = names[1:]
+        saved_env = self.env
+        env = {}
+        for i, p in enumerate(names):
+            if i < len(args):
+                env[p] = args[i]
+            elif p in kwargs:
+                env[p] = kwargs[p]
+            else:
+                default = next((q.default for q in params.params if q.name.value == p), None)
+                env[p] = self.eval(default) if default is not None else Unknown(f"argument {p}")
+        for p in params.kwonly_params:
+            n = p.name.value
+            env[n] = kwargs.get(n, self.eval(p.default) if p.default is not None else Unknown(n))
+        self.env = env
+        self.depth += 1
+        try:
+            self.exec_block(fn.node.body)
+            result = None
+        except _Return as r:
+            result = r.value
+        finally:
+            self.depth -= 1
+            self.env = saved_env
+        return result
+
+    # ---------------------------------------------------------------- memory
+    def alloc_method(self, alloc: Allocator, meth, args, kwargs, node):
+        line = self.span(node).line
+        label = self.assign_name or f"smem@{line}"
+        key = f"{alloc.key}:{line}:{self.span(node).column}"
+        if meth == "allocate_array":
+            return Smem(alloc=key, label=label, cta=alloc.cta)
+        if meth == "allocate_tensor":
+            dtype = kwargs.get("element_type", args[0] if args else None)
+            layout = kwargs.get("layout", args[1] if len(args) > 1 else None)
+            return self.with_layout(Smem(alloc=key, label=label, cta=alloc.cta), layout, dtype)
+        if meth == "allocate":
+            return Storage(key=key, cta=alloc.cta)
+        return Unknown(f"allocator.{meth}")
+
+    def with_layout(self, buf: Smem, layout, dtype) -> Smem:
+        dtype = as_dtype(dtype)
+        bits = dtype.bits if isinstance(dtype, DType) else None
+        if isinstance(layout, Layout) and bits:
+            shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
+            stages = self.kernel_stages()
+            if len(shape) >= 3 and stages is not None and shape[-1] == stages:
+                per = Layout(shape[:-1]).size() * bits // 8
+                return buf.at(stages=stages, nbytes=per)
+            return buf.at(nbytes=layout.size() * bits // 8)
+        if isinstance(layout, Layout):
+            stages = self.kernel_stages()
+            shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
+            if len(shape) >= 3 and stages is not None and shape[-1] == stages:
+                return buf.at(stages=stages)
+        return buf
+
+    def kernel_stages(self):
+        return self.registry.stages
+
+    def access(self, base, write: bool, node, index=None):
+        """A load/store of a buffer. A subscript selecting a stage returns the stage's view."""
+        if index is not None:
+            idx = self.eval_index(index)
+            stage = _stage_index(idx, base)
+            if stage is not None and not write and isinstance(base, Smem):
+                return base.at(stage=stage)
+            if stage is not None and isinstance(base, Smem):
+                base = base.at(stage=stage)
+        if isinstance(base, Smem):
+            self.emit(RawAccess(self.span(node), base, write, self.mask, False))
+            return Unknown("loaded value") if not write else None
+        if isinstance(base, Gmem):
+            if write:
+                self.emit(RawAccess(self.span(node), base, True, self.mask, False))
+                return None
+            self.emit(RawAccess(self.span(node), base, False, self.mask, False))
+            return Unknown("loaded value")
+        return Unknown("subscript of an unknown value")
+
+    # ---------------------------------------------------------------- barriers
+    def bar_of(self, ptr, node) -> Optional[Smem]:
+        if isinstance(ptr, Smem):
+            return ptr
+        self.unmodeled(node, self.code(node.func), "barrier pointer could not be resolved")
+        return None
+
+    def emit_wait(self, ptr, parity, node):
+        bar = self.bar_of(ptr, node)
+        if bar is None:
+            return
+        if isinstance(parity, LaneVal):
+            parity = parity.uniform()
+        if not _is_int(parity):
+            self.unmodeled(node, "mbarrier wait", f"the parity is not known ({getattr(parity, 'why', 'runtime value')})")
+            return
+        self.emit(RawWait(self.span(node), bar, int(parity) & 1, self.mask))
+
+    def emit_flag_wait(self, fr: FlagRead, cmp: str, value: int, node):
+        self.emit(RawFlagWait(self.span(node), fr.flag, cmp, value, fr.sem, fr.scope, self.mask))
+        if fr.sem not in ("acquire", "acq_rel"):
+            self.last_relaxed_flag = fr.flag
+
+    def named_barrier_method(self, nb: NamedBarrierObj, meth, node):
+        if meth in ("arrive", "arrive_unaligned"):
+            self.emit_named(nb.barrier_id, nb.threads, False, node)
+        elif meth in ("arrive_and_wait", "sync", "wait", "wait_unaligned"):
+            self.emit_named(nb.barrier_id, nb.threads, True, node)
+        elif meth in ("get_barrier",):
+            return nb.barrier_id
+        else:
+            self.unmodeled(node, f"NamedBarrier.{meth}", "method not modeled")
+        return None
+
+    def emit_named(self, barrier_id, threads, wait, node):
+        if barrier_id is None:
+            barrier_id = 0
+        if not _is_int(barrier_id) or (threads is not None and not _is_int(threads)):
+            self.unmodeled(node, "named barrier", "barrier id or thread count is not known")
+            return
+        if threads is not None and threads <= 0:
+            self.registry.static(ir.StaticFinding("deadlock", f"named barrier {barrier_id} waits for {threads} threads",
+                                                  self.span(node)))
+            return
+        self.emit(ir.NamedBarrier(self.span(node), int(barrier_id), threads, 32, wait, self.mask))
+
+
+@dataclass
+class RawAccess(ir.Op):
+    target: object
+    write: bool
+    mask: int
+    async_read: bool
+
+
+@dataclass
+class RawWait(ir.Op):
+    bar: Smem
+    parity: int
+    mask: int
+
+
+@dataclass
+class RawFlagWait(ir.Op):
+    flag: Gmem
+    cmp: str
+    value: int
+    sem: Optional[str]
+    scope: Optional[str]
+    mask: int
+
+
+@dataclass
+class RawArrive(ir.Op):
+    bar: Smem
+    count_per_lane: int
+    mask: int
+    scope: str
+    remote: bool
+    release: bool
+    tx: Optional[int]
+    expect_only: bool = False
+
+
+@dataclass
+class RawInit(ir.Op):
+    bar: Smem
+    count: int
+
+
+@dataclass
+class RawTmaLoad(ir.Op):
+    bar: Smem
+    dst: Optional[Smem]
+    mask: int
+
+
+@dataclass
+class RawTmaStore(ir.Op):
+    src: Optional[Smem]
+    dst: object
+    mask: int
+
+
+@dataclass
+class RawFlagUpdate(ir.Op):
+    flag: Gmem
+    op: str
+    value: int
+    release_scope: Optional[str]
+    mask: int
+
+
+@dataclass
+class RawFence(ir.Op):
+    kind: str
+    scope: str
+    mask: int
+
+
+class Registry:
+    """State shared by all warps of one kernel: unmodeled items, assumptions, static findings."""
+
+    def __init__(self, stages):
+        self.stages = stages
+        self.unmodeled: dict = {}
+        self.assumptions: list = []
+        self.statics: list = []
+
+    def add_unmodeled(self, item: ir.Unmodeled):
+        self.unmodeled.setdefault((item.line, item.construct), item)
+
+    def assume(self, text: str):
+        if text not in self.assumptions:
+            self.assumptions.append(text)
+
+    def static(self, f: ir.StaticFinding):
+        if all(f.span != g.span or f.kind != g.kind for g in self.statics):
+            self.statics.append(f)
+
+
+# -------------------------------------------------------------------- call handlers
+
+
+def _kw(args, kwargs, i, name, default=None):
+    if name in kwargs:
+        return kwargs[name]
+    if i is not None and i < len(args):
+        return args[i]
+    return default
+
+
+def _scope_arg(v, default="cta"):
+    if v is None:
+        return default
+    if isinstance(v, str):
+        s = v.lower()
+    elif isinstance(v, ModuleRef):
+        s = v.qualname.rsplit(".", 1)[-1].lower()
+    else:
+        return None
+    s = {"block": "cta", "device": "gpu", "system": "sys"}.get(s, s)
+    return s if s in ir.SCOPES else None
+
+
+def h_thread_idx(it: KernelInterp, args, kwargs, node):
+    return (LaneVal(tuple(32 * it.ctx.warp + i for i in range(32))), 0, 0)
+
+
+def h_lane_idx(it, args, kwargs, node):
+    return LaneVal.lanes()
+
+
+def h_warp_idx(it, args, kwargs, node):
+    return it.ctx.warp
+
+
+def h_identity(it, args, kwargs, node):
+    return args[0] if args else Unknown("identity")
+
+
+def h_cta_rank(it, args, kwargs, node):
+    return it.ctx.cta % it.ctx.cluster
+
+
+def h_cta_coord(it, args, kwargs, node):
+    return (it.ctx.cta % it.ctx.cluster, 0, 0)
+
+
+def h_block_idx(it, args, kwargs, node):
+    return (it.ctx.cta, 0, 0)
+
+
+def h_block_dim(it, args, kwargs, node):
+    return (it.ctx.threads, 1, 1)
+
+
+def h_cluster_size(it, args, kwargs, node):
+    return it.ctx.cluster
+
+
+def h_elect_one(it, args, kwargs, node):
+    return ElectCtx()
+
+
+def h_mbarrier_init(it: KernelInterp, args, kwargs, node):
+    ptr = _kw(args, kwargs, 0, "mbar_ptr")
+    cnt = _kw(args, kwargs, 1, "cnt")
+    bar = it.bar_of(ptr, node)
+    if bar is None:
+        return None
+    if not _is_int(cnt):
+        it.unmodeled(node, "mbarrier_init", "the expected arrival count is not known; pin it")
+        return None
+    span = it.span(node)
+    if cnt < 1 or cnt > MBARRIER_MAX:
+        it.registry.static(ir.StaticFinding(
+            "overrun", f"mbarrier_init count {cnt} is outside the hardware range 1..{MBARRIER_MAX}", span))
+        return None
+    lanes = _popcount(it.mask)
+    if lanes > 1:
+        it.registry.assume(f"line {span.line}: {lanes} lanes initialise the same barrier with the same count")
+    it.emit(RawInit(span, bar, int(cnt)))
+    return None
+
+
+def h_mbarrier_init_fence(it, args, kwargs, node):
+    it.emit(ir.MbInitFence(it.span(node)))
+
+
+def _remote_target(it, bar: Smem, peer, node):
+    """Resolve `peer_cta_rank_in_cluster`: returns a list of (lane mask, Smem) targets."""
+    if peer is None:
+        return [(it.mask, bar)]
+    base_cta = (it.ctx.cta // it.ctx.cluster) * it.ctx.cluster
+    if _is_int(peer):
+        return [(it.mask, bar.at(cta=base_cta + peer % it.ctx.cluster, remote=True))]
+    if isinstance(peer, LaneVal):
+        out = []
+        for v in sorted(set(peer.vals[i] for i in range(32) if it.mask >> i & 1)):
+            if not _is_int(v):
+                break
+            m = sum(1 << i for i in range(32) if it.mask >> i & 1 and peer.vals[i] == v)
+            out.append((m, bar.at(cta=base_cta + v % it.ctx.cluster, remote=True)))
+        else:
+            return out
+    it.unmodeled(node, "remote mbarrier arrive", "the peer CTA rank is not known")
+    return []
+
+
+def h_mbarrier_arrive(it: KernelInterp, args, kwargs, node):
+    bar = it.bar_of(_kw(args, kwargs, 0, "mbar_ptr"), node)
+    if bar is None:
+        return None
+    peer = _kw(args, kwargs, 1, "peer_cta_rank_in_cluster")
+    count = _kw(args, kwargs, 2, "arrive_count", 1)
+    scope = _scope_arg(kwargs.get("scope"))
+    relaxed = kwargs.get("relaxed", False) is True
+    if not _is_int(count) or scope is None:
+        it.unmodeled(node, "mbarrier_arrive", "arrive count or scope is not known")
+        return None
+    for mask, target in _remote_target(it, bar, peer, node):
+        it.emit(RawArrive(it.span(node), target, int(count), mask, scope, target.remote or bar.remote,
+                          not relaxed, 0))
+    return None
+
+
+def _tx_value(v):
+    return int(v) if _is_int(v) else None
+
+
+def h_arrive_expect_tx(it, args, kwargs, node):
+    bar = it.bar_of(_kw(args, kwargs, 0, "mbar_ptr"), node)
+    if bar is None:
+        return None
+    tx = _kw(args, kwargs, 1, "bytes")
+    peer = _kw(args, kwargs, 2, "peer_cta_rank_in_cluster")
+    scope = _scope_arg(kwargs.get("scope")) or "cta"
+    for mask, target in _remote_target(it, bar, peer, node):
+        it.emit(RawArrive(it.span(node), target, 1, mask, scope, target.remote or bar.remote, True, _tx_value(tx)))
+    return None
+
+
+def h_expect_tx(it, args, kwargs, node):
+    bar = it.bar_of(_kw(args, kwargs, 0, "mbar_ptr"), node)
+    if bar is None:
+        return None
+    tx = _kw(args, kwargs, 1, "bytes")
+    peer = _kw(args, kwargs, 2, "peer_cta_rank_in_cluster")
+    for mask, target in _remote_target(it, bar, peer, node):
+        it.emit(RawArrive(it.span(node), target, 0, mask, "cta", target.remote, False, _tx_value(tx), expect_only=True))
+    return None
+
+
+def h_mbarrier_wait(it, args, kwargs, node):
+    it.emit_wait(_kw(args, kwargs, 0, "mbar_ptr"), _kw(args, kwargs, 1, "phase"), node)
+
+
+def h_try_wait(it, args, kwargs, node):
+    ptr, phase = _kw(args, kwargs, 0, "mbar_ptr"), _kw(args, kwargs, 1, "phase")
+    if isinstance(ptr, Smem) and _is_int(phase):
+        return TryWaitResult(ptr, int(phase) & 1)
+    return Unknown("try_wait result")
+
+
+def h_sync_threads(it, args, kwargs, node):
+    it.emit_named(0, None, True, node)
+
+
+def h_barrier(it, args, kwargs, node):
+    it.emit_named(kwargs.get("barrier_id", 0), kwargs.get("number_of_threads"), True, node)
+
+
+def h_barrier_arrive(it, args, kwargs, node):
+    threads = kwargs.get("number_of_threads")
+    if threads is None:
+        it.unmodeled(node, "barrier_arrive", "number_of_threads is required")
+        return
+    it.emit_named(kwargs.get("barrier_id", 0), threads, False, node)
+
+
+def h_sync_warp(it, args, kwargs, node):
+    it.emit(ir.SyncWarp(it.span(node)))
+
+
+def h_cluster_arrive(it, args, kwargs, node):
+    it.emit(ir.ClusterArrive(it.span(node), relaxed=False))
+
+
+def h_cluster_arrive_relaxed(it, args, kwargs, node):
+    it.emit(ir.ClusterArrive(it.span(node), relaxed=True))
+
+
+def h_cluster_wait(it, args, kwargs, node):
+    it.emit(ir.ClusterWait(it.span(node)))
+
+
+def h_map_dsmem(it, args, kwargs, node):
+    ptr = _kw(args, kwargs, 0, "smem_ptr")
+    rank = _kw(args, kwargs, 1, "cta_rank_in_cluster")
+    if isinstance(ptr, Smem) and _is_int(rank):
+        base_cta = (it.ctx.cta // it.ctx.cluster) * it.ctx.cluster
+        return ptr.at(cta=base_cta + rank % it.ctx.cluster, remote=True)
+    if isinstance(ptr, Smem):
+        it.unmodeled(node, "map_dsmem_ptr", "the target CTA rank is not known")
+    return Unknown("dsmem pointer")
+
+
+def h_fence_view_async_shared(it, args, kwargs, node):
+    it.emit(RawFence(it.span(node), "proxy_async_shared", "cta", it.mask))
+
+
+def h_fence_proxy(it, args, kwargs, node):
+    kind = _kw(args, kwargs, 0, "kind")
+    if kind in ("async.shared", "async"):
+        it.emit(RawFence(it.span(node), "proxy_async_shared", "cta", it.mask))
+    elif kind == "async.global":
+        it.emit(RawFence(it.span(node), "proxy_async_global", "gpu", it.mask))
+    elif isinstance(kind, str):
+        pass  # tensormap/alias/generic fences order descriptor or alias views only
+    else:
+        it.unmodeled(node, "fence_proxy", "the proxy kind is not known")
+
+
+def _h_fence_acq_rel(scope):
+    def h(it, args, kwargs, node):
+        it.pending_fence_scope = scope
+        if it.last_relaxed_flag is not None:
+            # A relaxed spin followed by a fence: the fence makes it an acquire.
+            it.emit(RawFlagWait(it.span(node), Gmem(it.last_relaxed_flag.name), ">=", 0, "acquire", scope, it.mask))
+            it.last_relaxed_flag = None
+    return h
+
+
+def _flag_of(it, ptr, node) -> Optional[Gmem]:
+    if isinstance(ptr, Gmem):
+        return ptr
+    it.unmodeled(node, it.code(node.func), "the flag pointer could not be resolved to a kernel argument")
+    return None
+
+
+def _h_atomic(op_name):
+    def h(it, args, kwargs, node):
+        flag = _flag_of(it, _kw(args, kwargs, 0, "ptr"), node)
+        val = _kw(args, kwargs, 1, "val")
+        if flag is None:
+            return Unknown("atomic result")
+        sem = kwargs.get("sem")
+        scope = _scope_arg(kwargs.get("scope"), "gpu")
+        release = scope if sem in ("release", "acq_rel") else None
+        if release is None and it.pending_fence_scope is not None:
+            release = it.pending_fence_scope
+        op = {"add": "add", "exch": "set"}.get(op_name)
+        if op is None or not _is_int(val):
+            it.unmodeled(node, f"atomic_{op_name}", "only add/exch with a known value are modeled on flags")
+            return Unknown("atomic result")
+        it.emit(RawFlagUpdate(it.span(node), flag, op, int(val), release, it.mask))
+        if sem in ("acquire", "acq_rel"):
+            it.emit(RawFlagWait(it.span(node), flag, ">=", 0, "acquire", scope, it.mask))
+        return Unknown("atomic result")
+    return h
+
+
+def h_red(it, args, kwargs, node):
+    flag = _flag_of(it, _kw(args, kwargs, 0, "ptr"), node)
+    val = _kw(args, kwargs, 1, "val")
+    op = kwargs.get("op", "add")
+    if flag is None:
+        return None
+    if op != "add" or not _is_int(val):
+        it.unmodeled(node, "red", "only red.add with a known value is modeled on flags")
+        return None
+    sem = kwargs.get("sem")
+    scope = _scope_arg(kwargs.get("scope"), "gpu")
+    release = scope if sem == "release" else it.pending_fence_scope
+    it.emit(RawFlagUpdate(it.span(node), flag, "add", int(val), release, it.mask))
+    return None
+
+
+def h_load(it, args, kwargs, node):
+    ptr = _kw(args, kwargs, 0, "ptr")
+    sem = kwargs.get("sem")
+    scope = _scope_arg(kwargs.get("scope"), "gpu")
+    if isinstance(ptr, Gmem):
+        return FlagRead(ptr, sem, scope)
+    if isinstance(ptr, Smem):
+        return it.access(ptr, False, node)
+    return Unknown("load")
+
+
+def h_store(it, args, kwargs, node):
+    ptr = _kw(args, kwargs, 0, "ptr")
+    val = _kw(args, kwargs, 1, "val")
+    sem = kwargs.get("sem")
+    if isinstance(ptr, Gmem) and (sem is not None or it.pending_fence_scope):
+        if not _is_int(val):
+            it.unmodeled(node, "store", "flag store of an unknown value")
+            return None
+        scope = _scope_arg(kwargs.get("scope"), "gpu")
+        release = scope if sem == "release" else it.pending_fence_scope
+        it.emit(RawFlagUpdate(it.span(node), ptr, "set", int(val), release, it.mask))
+    elif isinstance(ptr, (Gmem, Smem)):
+        it.access(ptr, True, node)
+    return None
+
+
+def h_bulk_commit(it, args, kwargs, node):
+    it.emit(ir.BulkCommit(it.span(node)))
+
+
+def h_bulk_wait(it, args, kwargs, node):
+    n = _kw(args, kwargs, 0, "group", 0)
+    read = kwargs.get("read") is True
+    if not _is_int(n):
+        it.unmodeled(node, "cp_async_bulk_wait_group", "the group count is not known")
+        return
+    it.emit(ir.BulkWait(it.span(node), int(n), read))
+
+
+def h_copy(it: KernelInterp, args, kwargs, node):
+    if len(args) < 3:
+        it.unmodeled(node, "cute.copy", "unexpected arguments")
+        return None
+    atom, src, dst = args[0], args[1], args[2]
+    span = it.span(node)
+    bar = kwargs.get("tma_bar_ptr")
+    if "tma_bar_ptr" in kwargs:
+        if not isinstance(bar, Smem):
+            it.unmodeled(node, "TMA copy", "the transaction barrier could not be resolved")
+            return None
+        if kwargs.get("mcast_mask") is not None and it.ctx.cluster > 1:
+            it.unmodeled(node, "TMA multicast", "multicast destinations are not modeled")
+        it.emit(RawTmaLoad(span, bar, dst if isinstance(dst, Smem) else None, it.mask))
+        return None
+    if "mbar_ptr" in kwargs:
+        it.unmodeled(node, "cute.copy(mbar_ptr=...)", "asynchronous DSMEM copies are not modeled")
+        return None
+    if isinstance(atom, TmaAtom) and isinstance(src, Smem):
+        it.emit(RawTmaStore(span, src, dst, it.mask))
+        return None
+    if isinstance(src, (Smem, Gmem)):
+        it.access(src, False, node)
+    if isinstance(dst, (Smem, Gmem)):
+        it.access(dst, True, node)
+    return None
+
+
+def h_autovec_copy(it, args, kwargs, node):
+    if len(args) >= 2:
+        src, dst = args[0], args[1]
+        if isinstance(src, (Smem, Gmem)):
+            it.access(src, False, node)
+        if isinstance(dst, (Smem, Gmem)):
+            it.access(dst, True, node)
+
+
+def h_gemm(it, args, kwargs, node):
+    for v in args[2:4]:
+        if isinstance(v, Smem):
+            it.access(v, False, node)
+    return None
+
+
+def h_make_layout(it, args, kwargs, node):
+    shape = _kw(args, kwargs, 0, "shape")
+    if isinstance(shape, int) or isinstance(shape, tuple) and all(_is_int(s) for s in _flat(shape)):
+        return Layout(shape)
+    return Unknown("layout")
+
+
+def h_size(it, args, kwargs, node):
+    x = args[0] if args else None
+    if isinstance(x, Layout) and "mode" not in kwargs:
+        return x.size()
+    if isinstance(x, tuple) and all(_is_int(s) for s in _flat(x)):
+        return Layout(x).size()
+    if _is_int(x):
+        return x
+    return Unknown("size of a runtime or layout-algebra value")
+
+
+def h_make_tensor(it, args, kwargs, node):
+    ptr = args[0] if args else None
+    if isinstance(ptr, Smem):
+        layout = args[1] if len(args) > 1 else None
+        return it.with_layout(ptr, layout, None) if isinstance(layout, Layout) else ptr
+    if isinstance(ptr, Gmem):
+        return Gmem(ptr.name, ptr.offset)
+    return Unknown("tensor")
+
+
+def h_named_barrier(it, args, kwargs, node):
+    bid = _kw(args, kwargs, 0, "barrier_id")
+    n = _kw(args, kwargs, 1, "num_threads")
+    return NamedBarrierObj(bid, n)
+
+
+def h_pipeline_sync(it, args, kwargs, node):
+    it.emit_named(_kw(args, kwargs, 0, "barrier_id", 0), None, True, node)
+
+
+def h_pipeline_arrive(it, args, kwargs, node):
+    it.emit_named(_kw(args, kwargs, 0, "barrier_id"), _kw(args, kwargs, 1, "num_threads"), False, node)
+
+
+def h_pipeline_arrive_and_wait(it, args, kwargs, node):
+    it.emit_named(_kw(args, kwargs, 0, "barrier_id"), _kw(args, kwargs, 1, "num_threads"), True, node)
+
+
+def h_init_arrive(it, args, kwargs, node):
+    it.emit(ir.MbInitFence(it.span(node)))
+    if it.ctx.cluster > 1:
+        it.emit(ir.ClusterArrive(it.span(node), relaxed=kwargs.get("is_relaxed", False) is True))
+
+
+def h_init_wait(it, args, kwargs, node):
+    if it.ctx.cluster > 1:
+        it.emit(ir.ClusterWait(it.span(node)))
+    else:
+        it.emit_named(0, None, True, node)
+
+
+def h_allocator(it, args, kwargs, node):
+    return Allocator(key=f"alloc@{it.span(node).line}", cta=it.ctx.cta)
+
+
+def h_alloc_smem(it, args, kwargs, node):
+    line = it.span(node).line
+    return Smem(alloc=f"alloc_smem@{line}", label=it.assign_name or f"smem@{line}", cta=it.ctx.cta)
+
+
+def h_const_expr(it, args, kwargs, node):
+    return args[0] if args else Unknown("const_expr")
+
+
+def h_numeric(it, args, kwargs, node):
+    return args[0] if args else 0
+
+
+def h_dtype(name):
+    def h(it, args, kwargs, node):
+        return args[0] if args else DType(name, DTYPE_BITS[name])
+    return h
+
+
+def h_tma_atom(it, args, kwargs, node):
+    return TmaAtom(it.assign_name or "tma")
+
+
+def h_tma_partition(it, args, kwargs, node):
+    vals = list(args) + list(kwargs.values())
+    smem = next((v for v in vals if isinstance(v, Smem)), Unknown("partition"))
+    gmem = next((v for v in vals if isinstance(v, Gmem)), Unknown("partition"))
+    return (smem, gmem)
+
+
+def h_printf(it, args, kwargs, node):
+    return None
+
+
+CALLS: dict = {
+    "arch.thread_idx": h_thread_idx, "arch.lane_idx": h_lane_idx, "arch.warp_idx": h_warp_idx,
+    "arch.make_warp_uniform": h_identity, "arch.block_idx_in_cluster": h_cta_rank,
+    "arch.block_in_cluster_idx": h_cta_coord, "arch.block_idx": h_block_idx, "arch.block_dim": h_block_dim,
+    "arch.cluster_size": h_cluster_size, "arch.elect_one": h_elect_one,
+    "arch.mbarrier_init": h_mbarrier_init, "arch.mbarrier_init_fence": h_mbarrier_init_fence,
+    "arch.mbarrier_arrive": h_mbarrier_arrive, "arch.mbarrier_arrive_and_expect_tx": h_arrive_expect_tx,
+    "arch.mbarrier_expect_tx": h_expect_tx, "arch.mbarrier_wait": h_mbarrier_wait,
+    "arch.mbarrier_try_wait": h_try_wait, "arch.mbarrier_test_wait": h_try_wait,
+    "arch.sync_threads": h_sync_threads, "arch.barrier": h_barrier, "arch.barrier_arrive": h_barrier_arrive,
+    "arch.sync_warp": h_sync_warp, "arch.cluster_arrive": h_cluster_arrive,
+    "arch.cluster_arrive_relaxed": h_cluster_arrive_relaxed, "arch.cluster_wait": h_cluster_wait,
+    "arch.map_dsmem_ptr": h_map_dsmem, "arch.fence_view_async_shared": h_fence_view_async_shared,
+    "arch.fence_proxy": h_fence_proxy, "arch.fence_acq_rel_cta": _h_fence_acq_rel("cta"),
+    "arch.fence_acq_rel_cluster": _h_fence_acq_rel("cluster"), "arch.fence_acq_rel_gpu": _h_fence_acq_rel("gpu"),
+    "arch.fence_acq_rel_sys": _h_fence_acq_rel("sys"), "arch.atomic_add": _h_atomic("add"),
+    "arch.atomic_exch": _h_atomic("exch"), "arch.atomic_and": _h_atomic("and"), "arch.atomic_or": _h_atomic("or"),
+    "arch.atomic_xor": _h_atomic("xor"), "arch.atomic_max": _h_atomic("max"), "arch.atomic_min": _h_atomic("min"),
+    "arch.atomic_cas": _h_atomic("cas"), "arch.red": h_red, "arch.load": h_load, "arch.store": h_store,
+    "arch.cp_async_bulk_commit_group": h_bulk_commit, "arch.cp_async_bulk_wait_group": h_bulk_wait,
+    "arch.alloc_smem": h_alloc_smem, "arch.get_dyn_smem": h_alloc_smem,
+    "cute.copy": h_copy, "cute.autovec_copy": h_autovec_copy, "cute.basic_copy": h_autovec_copy,
+    "cute.gemm": h_gemm, "cute.make_layout": h_make_layout, "cute.make_ordered_layout": h_make_layout,
+    "cute.size": h_size, "cute.make_tensor": h_make_tensor,
+    "cute.nvgpu.cpasync.make_tiled_tma_atom": h_tma_atom, "cute.nvgpu.cpasync.tma_partition": h_tma_partition,
+    "cute.printf": h_printf, "cute.print_tensor": h_printf,
+    "pipeline.NamedBarrier": h_named_barrier, "pipeline.sync": h_pipeline_sync,
+    "pipeline.arrive": h_pipeline_arrive, "pipeline.arrive_and_wait": h_pipeline_arrive_and_wait,
+    "pipeline.pipeline_init_arrive": h_init_arrive, "pipeline.pipeline_init_wait": h_init_wait,
+    "SmemAllocator": h_allocator, "const_expr": h_const_expr, "print": h_printf,
+}
+for _n in ("Int32", "Int64", "Uint32", "Uint64", "Int8", "Int16", "Uint8", "Uint16", "Boolean", "Float32",
+           "Float16", "BFloat16", "Float64"):
+    CALLS[_n] = h_numeric
+BUILTIN_PURE = {"len", "min", "max", "abs", "int", "bool", "tuple", "list", "float", "sum", "round", "print"}
+
+
+def _flat(t):
+    if isinstance(t, (tuple, list)):
+        for x in t:
+            yield from _flat(x)
+    else:
+        yield t
+
+
+def _builtin(name, args):
+    try:
+        if name == "len" and args and isinstance(args[0], (tuple, list)):
+            return len(args[0])
+        if name in ("min", "max") and args and all(_is_int(a) for a in _flat(args)):
+            vals = list(_flat(args))
+            return min(vals) if name == "min" else max(vals)
+        if name in ("int", "abs") and args and _is_int(args[0]):
+            return abs(args[0]) if name == "abs" else int(args[0])
+        if name == "sum" and args and isinstance(args[0], (tuple, list)) and all(_is_int(a) for a in args[0]):
+            return sum(args[0])
+        if name in ("tuple", "list") and args and isinstance(args[0], (tuple, list)):
+            return tuple(args[0])
+    except TypeError:
+        pass
+    return Unknown(f"result of {name}")
+
+
+def as_dtype(v):
+    if isinstance(v, DType):
+        return v
+    if isinstance(v, ModuleRef):
+        last = v.qualname.rsplit(".", 1)[-1]
+        if last in DTYPE_BITS:
+            return DType(last, DTYPE_BITS[last])
+    return None
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int)
+
+
+def _same(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    try:
+        return a == b
+    except Exception:  # noqa: BLE001 - unlike values compare unequal
+        return False
+
+
+def _stage_index(idx, base):
+    """`buf[None, None, s]` / `buf[(None, s)]` / `buf[s]` on a staged buffer select stage s."""
+    if isinstance(idx, tuple) and idx and _is_int(idx[-1]) and all(x is None or isinstance(x, slice) for x in idx[:-1]):
+        return idx[-1]
+    if _is_int(idx) and isinstance(base, Smem) and base.stages is not None and base.stage is None:
+        return idx
+    return None
+
+
+
+
+def _body_is_trivial(body) -> bool:
+    stmts = body.body if isinstance(body, cst.IndentedBlock) else body.body
+    for s in stmts:
+        if isinstance(s, cst.SimpleStatementLine):
+            if not all(isinstance(x, (cst.Pass, cst.Expr)) and (isinstance(x, cst.Pass) or isinstance(x.value, (cst.Ellipsis, cst.SimpleString))) for x in s.body):
+                return False
+        else:
+            return False
+    return True
+
+
+def _spin_variable(stmt: cst.While) -> Optional[str]:
+    """`while v < n: v = load(...)`: a body that only re-reads the variable the test compares."""
+    stmts = stmt.body.body
+    names = set()
+    for s in stmts:
+        if not isinstance(s, cst.SimpleStatementLine):
+            return None
+        for x in s.body:
+            if isinstance(x, cst.Assign) and len(x.targets) == 1 and isinstance(x.targets[0].target, cst.Name):
+                names.add(x.targets[0].target.value)
+            elif not isinstance(x, cst.Pass):
+                return None
+    return next(iter(names)) if len(names) == 1 else None

@@ -1,0 +1,172 @@
+"""Abstract values the interpreter computes while walking a kernel.
+
+Python constants stay Python objects (int, bool, str, tuple, None). Everything else is one of
+the small frozen dataclasses below. `Unknown` carries why a value could not be determined, so
+an unmodeled item can say so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional
+
+FULL_MASK = (1 << 32) - 1
+
+
+@dataclass(frozen=True)
+class Unknown:
+    why: str = "runtime value"
+
+    def __bool__(self):  # pragma: no cover - guard against accidental truthiness
+        raise TypeError("Unknown has no truth value")
+
+
+@dataclass(frozen=True)
+class LaneVal:
+    """A value that differs per lane of the current warp: `vals[lane]`."""
+
+    vals: tuple
+
+    @staticmethod
+    def lanes() -> "LaneVal":
+        return LaneVal(tuple(range(32)))
+
+    def uniform(self):
+        first = self.vals[0]
+        return first if all(v == first for v in self.vals) else None
+
+
+@dataclass(frozen=True)
+class Smem:
+    """A shared-memory object: an mbarrier array, a buffer, a pointer into one, or a view.
+
+    `stage` selects one stage of a staged buffer; `offset` is pointer arithmetic in elements.
+    `cta` is the CTA whose shared memory it is (a DSMEM-mapped pointer names the peer)."""
+
+    alloc: str  # unique allocation key (never reaches Promela)
+    label: str  # name for messages
+    cta: int
+    offset: int = 0
+    stage: Optional[int] = None
+    stages: Optional[int] = None
+    nbytes: Optional[int] = None  # bytes of one stage (None when unknown)
+    remote: bool = False
+
+    def at(self, **kw) -> "Smem":
+        return replace(self, **kw)
+
+
+@dataclass(frozen=True)
+class Gmem:
+    """A global-memory tensor or pointer (a kernel argument or a view of one)."""
+
+    name: str
+    offset: int = 0
+    is_ptr: bool = False
+
+
+@dataclass(frozen=True)
+class Storage:
+    """The result of `SmemAllocator().allocate(SharedStorage)`."""
+
+    key: str
+    cta: int
+
+
+@dataclass(frozen=True)
+class Allocator:
+    key: str
+    cta: int
+
+
+@dataclass(frozen=True)
+class TmaAtom:
+    name: str
+
+
+@dataclass(frozen=True)
+class NamedBarrierObj:
+    barrier_id: Any
+    threads: Any
+
+
+@dataclass(frozen=True)
+class FlagRead:
+    """The value of a (possibly acquiring) load of a GMEM flag; used to recognise spins."""
+
+    flag: Gmem
+    sem: Optional[str]
+    scope: Optional[str]
+
+
+@dataclass(frozen=True)
+class TryWaitResult:
+    bar: Smem
+    parity: int
+
+
+@dataclass(frozen=True)
+class FuncRef:
+    """A helper function or method defined in the analyzed file (inlined at calls)."""
+
+    qualname: str
+    node: Any = field(compare=False, hash=False)
+    bound_self: bool = False
+
+
+@dataclass(frozen=True)
+class ModuleRef:
+    """A name bound to an imported module or object, by its fully qualified name."""
+
+    qualname: str
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A layout whose shape folded to Python ints."""
+
+    shape: tuple
+
+    def size(self) -> int:
+        n = 1
+        for s in _flatten(self.shape):
+            n *= s
+        return n
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str
+    bits: int
+
+
+@dataclass(frozen=True)
+class ElectCtx:
+    """The context manager returned by `elect_one()`."""
+
+
+@dataclass
+class SelfObj:
+    attrs: dict
+
+
+def _flatten(t):
+    if isinstance(t, (tuple, list)):
+        for x in t:
+            yield from _flatten(x)
+    else:
+        yield t
+
+
+DTYPE_BITS = {
+    "Float16": 16, "BFloat16": 16, "Float32": 32, "Float64": 64, "Int8": 8, "Uint8": 8,
+    "Int16": 16, "Uint16": 16, "Int32": 32, "Uint32": 32, "Int64": 64, "Uint64": 64,
+    "Float8E4M3FN": 8, "Float8E5M2": 8, "TFloat32": 32, "Boolean": 8,
+}
+
+
+def is_known(v) -> bool:
+    return not isinstance(v, Unknown)
+
+
+def is_concrete_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) or isinstance(v, bool)

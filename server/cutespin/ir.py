@@ -1,0 +1,346 @@
+"""The synchronization IR: what the front end hands to the lowering.
+
+Everything here is concrete. The front end unrolls loops, evaluates the role predicates of each
+(CTA, warp) and each lane, and resolves barrier pointers to numbered barriers, so every op names
+fixed barriers, parities, counts and buffers. Runtime loop bounds become *trip-count
+configurations*: one op tree per configuration (see `Process.variants`).
+
+Data flows one way: frontend -> ir -> model -> engine -> findings. Nothing in this module knows
+libcst or Promela.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+# ---------------------------------------------------------------------------------------------
+# Source positions
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    """A source range. Lines and columns are 1-based; columns count Unicode code points."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    def to_json(self) -> dict:
+        return {
+            "start": {"line": self.line, "column": self.column},
+            "end": {"line": self.end_line, "column": self.end_column},
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Scopes
+
+
+SCOPES = ("cta", "cluster", "gpu", "sys")
+
+
+def scope_rank(scope: str) -> int:
+    return SCOPES.index(scope)
+
+
+def scope_needed(cta_a: int, cta_b: int, cluster_size: int) -> str:
+    """The narrowest scope that contains two CTAs of the modeled grid."""
+    if cta_a == cta_b:
+        return "cta"
+    if cta_a // cluster_size == cta_b // cluster_size:
+        return "cluster"
+    return "gpu"
+
+
+# ---------------------------------------------------------------------------------------------
+# Identities
+
+
+@dataclass(frozen=True)
+class Barrier:
+    """One mbarrier: a numbered slot of a shared-memory allocation in one CTA."""
+
+    index: int  # dense id, 0..n-1
+    cta: int
+    name: str  # human name for messages, e.g. "full[1]" (never reaches Promela)
+
+
+@dataclass(frozen=True)
+class Region:
+    """A tracked memory buffer: an SMEM allocation (per stage) in one CTA, or a GMEM tensor."""
+
+    index: int
+    space: str  # "smem" | "gmem" | "init" (pseudo-region: a barrier's initialisation)
+    cta: int  # owning CTA for smem; -1 for gmem
+    name: str  # e.g. "sA[stage 2]" (messages only)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A GMEM word used for signalling (atomics, release/acquire loads and stores)."""
+
+    index: int
+    name: str
+
+
+# ---------------------------------------------------------------------------------------------
+# Ops. Every op has a span. `lanes` is a bitmask over lane *classes* of the executing warp.
+
+
+@dataclass
+class Op:
+    span: Span
+
+
+@dataclass
+class MbInit(Op):
+    bar: Barrier
+    count: int
+
+
+@dataclass
+class MbInitFence(Op):
+    pass
+
+
+@dataclass
+class MbArrive(Op):
+    """`count` arrivals in total (already multiplied by the number of arriving lanes)."""
+
+    bar: Barrier
+    count: int
+    lanes: int  # lane-class mask whose accesses are released
+    scope: str = "cta"
+    remote: bool = False
+    release: bool = True
+    tx: int = 0  # expect-tx units added before the arrive (arrive_and_expect_tx)
+    tx_known: bool = True
+
+
+@dataclass
+class MbExpectTx(Op):
+    bar: Barrier
+    tx: int
+    tx_known: bool = True
+
+
+@dataclass
+class MbWait(Op):
+    """Blocking parity wait: passes once the phase with parity `parity` has completed."""
+
+    bar: Barrier
+    parity: int
+    lanes: int
+
+
+@dataclass
+class TmaLoad(Op):
+    """An asynchronous bulk copy into `region` that completes `tx` units on `bar`."""
+
+    bar: Barrier
+    region: Optional[Region]
+    tx: int
+    lanes: int
+    tx_known: bool = True
+
+
+@dataclass
+class TmaStore(Op):
+    """An asynchronous bulk copy reading `region` (SMEM -> GMEM)."""
+
+    region: Optional[Region]
+    lanes: int
+    dest: Optional[Region] = None
+
+
+@dataclass
+class BulkCommit(Op):
+    pass
+
+
+@dataclass
+class BulkWait(Op):
+    """cp.async.bulk.wait_group: the stores of `done_groups` have been read (and written, unless read_only)."""
+
+    pending: int
+    read_only: bool
+    done_stores: list = field(default_factory=list)  # TmaStore ops now complete
+
+
+@dataclass
+class Access(Op):
+    """A generic-proxy load or store of a tracked region by the lanes in `lanes`."""
+
+    region: Region
+    write: bool
+    lanes: int
+    async_read: bool = False  # read through the async proxy (wgmma / UMMA operand)
+
+
+@dataclass
+class Fence(Op):
+    kind: str  # "proxy_async_shared" | "proxy_async_global" | "acq_rel"
+    scope: str = "cta"
+    lanes: int = 0
+
+
+@dataclass
+class NamedBarrier(Op):
+    """bar.sync / bar.arrive on a CTA barrier. `threads` None = all threads of the CTA."""
+
+    barrier_id: int
+    threads: Optional[int]
+    arriving: int  # threads this warp contributes
+    wait: bool
+    lanes: int
+
+
+@dataclass
+class SyncWarp(Op):
+    pass
+
+
+@dataclass
+class ClusterArrive(Op):
+    relaxed: bool = False
+
+
+@dataclass
+class ClusterWait(Op):
+    pass
+
+
+@dataclass
+class FlagUpdate(Op):
+    """An atomic/red/store on a GMEM flag: `op` is "add" | "set"."""
+
+    flag: Flag
+    op: str
+    value: int
+    release_scope: Optional[str]  # None when relaxed (no release)
+    lanes: int
+    arrivals: int = 1  # how many lanes perform it
+
+
+@dataclass
+class FlagWait(Op):
+    """A spin until `flag <cmp> value`; an acquire at `acquire_scope` when not None."""
+
+    flag: Flag
+    cmp: str  # ">=", ">", "==", "!="
+    value: int
+    acquire_scope: Optional[str]
+    lanes: int
+
+
+@dataclass
+class Choice(Op):
+    """A runtime branch the model cannot decide: any alternative may run."""
+
+    alternatives: list  # list[list[Op]]
+
+
+@dataclass
+class GuardedBlock(Op):
+    """`if try_wait(...)`: the first alternative runs only once the wait would pass."""
+
+    guard: MbWait
+    then: list
+    otherwise: list
+
+
+OpT = Union[
+    MbInit, MbInitFence, MbArrive, MbExpectTx, MbWait, TmaLoad, TmaStore, BulkCommit, BulkWait,
+    Access, Fence, NamedBarrier, SyncWarp, ClusterArrive, ClusterWait, FlagUpdate, FlagWait,
+    Choice, GuardedBlock,
+]
+
+# ---------------------------------------------------------------------------------------------
+# Processes and kernels
+
+
+@dataclass(frozen=True)
+class LaneClass:
+    lanes: tuple  # lane ids in the class
+    elected: bool = False
+
+    @property
+    def size(self) -> int:
+        return len(self.lanes)
+
+    def describe(self) -> str:
+        if len(self.lanes) == 1:
+            return f"lane {self.lanes[0]}" + (" (elected)" if self.elected else "")
+        if len(self.lanes) == 32:
+            return "all lanes"
+        lo, hi = self.lanes[0], self.lanes[-1]
+        if hi - lo + 1 == len(self.lanes):
+            return f"lanes {lo}-{hi}"
+        return f"{len(self.lanes)} lanes"
+
+
+@dataclass
+class Process:
+    """One warp of one CTA. `variants[c]` is its op list under trip-count configuration c."""
+
+    cta: int
+    warp: int
+    role: str  # e.g. "warp 0 (producer)"
+    lane_classes: list  # list[LaneClass]
+    variants: list  # list[list[Op]]
+
+    @property
+    def name(self) -> str:
+        return f"CTA {self.cta} warp {self.warp}"
+
+
+@dataclass(frozen=True)
+class Unmodeled:
+    line: int
+    construct: str
+    why: str
+
+
+@dataclass
+class TripConfig:
+    """One assignment of trip counts to the kernel's runtime loop bounds."""
+
+    trips: dict  # bound text -> trip count
+
+    def describe(self) -> str:
+        return ", ".join(f"{k} = {v}" for k, v in self.trips.items()) or "no runtime loops"
+
+
+@dataclass
+class KernelModel:
+    """Everything the lowering needs about one kernel."""
+
+    name: str
+    qualname: str
+    path: str
+    line: int  # the `def` line
+    def_span: Span
+    ctas: int
+    cluster_size: int
+    warps: int
+    processes: list  # list[Process]
+    barriers: list  # list[Barrier]
+    regions: list  # list[Region]
+    flags: list  # list[Flag]
+    configs: list  # list[TripConfig]
+    assumptions: list  # list[str]
+    unmodeled: list  # list[Unmodeled]
+    bounds: dict  # {"loop": int|None, "stages": int|None, "cluster": int}
+    static_findings: list = field(default_factory=list)  # list[StaticFinding]
+    strict: bool = False
+
+
+@dataclass
+class StaticFinding:
+    """A finding the front end proves without search (e.g. an init count over the maximum)."""
+
+    kind: str
+    message: str
+    span: Span
+    fix_hint: Optional[str] = None
