@@ -1,0 +1,188 @@
+"""The one entry point the CLI, the language server, the fixes and the benchmarks call.
+
+`iter_check` lowers a document into per-kernel models, runs each through SPIN and yields each
+kernel's result as soon as it is known; fixes are proposed and re-verified afterwards, so they
+never delay the first result.
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+from . import ir
+from .config import Settings
+from .engine.spin import Cancelled, CancelToken, RunResult, ToolError, Tools, check_model, find_tools
+from .findings import Finding, findings_from_run, is_suppressed, static_findings
+from .frontend import FrontendError, build_models
+from .model.promela import PromelaModel, TooManyGroups, lower
+
+__version__ = "0.1.0"
+
+
+@dataclass
+class KernelResult:
+    path: str
+    name: str
+    qualname: str
+    line: int
+    verdict: str  # "counterexample" | "verified" | "inconclusive"
+    reason: Optional[str]  # why inconclusive
+    bounds: dict
+    assumptions: list
+    findings: list  # list[Finding]
+    unmodeled: list  # list[ir.Unmodeled]
+    stats: dict
+    model: Optional[ir.KernelModel] = None
+    promela: Optional[PromelaModel] = None
+    run: Optional[RunResult] = None
+    suppressed: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name, "qualname": self.qualname, "line": self.line, "verdict": self.verdict,
+            "reason": self.reason, "bounds": self.bounds, "assumptions": list(self.assumptions),
+            "findings": [f.to_json() for f in self.findings],
+            "unmodeled": [{"path": self.path, "line": u.line, "construct": u.construct, "why": u.why}
+                          for u in self.unmodeled],
+            "stats": self.stats,
+        }
+
+
+@dataclass
+class FileResult:
+    path: str
+    kernels: list  # list[KernelResult]
+    error: Optional[str] = None
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "kernels": [k.to_json() for k in self.kernels]}
+
+
+class _ResultCache:
+    """Engine results keyed by the position-free Promela text, the bounds and the tool versions."""
+
+    def __init__(self, size=256):
+        self.size = size
+        self.data: OrderedDict = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key):
+        with self.lock:
+            v = self.data.get(key)
+            if v is not None:
+                self.data.move_to_end(key)
+            return v
+
+    def put(self, key, value):
+        with self.lock:
+            self.data[key] = value
+            self.data.move_to_end(key)
+            while len(self.data) > self.size:
+                self.data.popitem(last=False)
+
+
+CACHE = _ResultCache()
+
+
+def model_key(text: str, settings: Settings, tools: Tools) -> str:
+    h = hashlib.sha256()
+    for part in (text, str(settings.depth), str(settings.memory_mb), str(settings.timeout), tools.spin_version,
+                 tools.compiler_name, __version__):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optional[CancelToken] = None,
+               source_lines: Optional[list] = None) -> KernelResult:
+    findings = static_findings(k)
+    pm: Optional[PromelaModel] = None
+    run: Optional[RunResult] = None
+    reason = None
+    assumptions = list(k.assumptions)
+    try:
+        pm = lower(k)
+    except TooManyGroups as e:
+        reason = f"model too large: {e}"
+    if pm is not None and not findings:
+        key = model_key(pm.text, settings, tools)
+        run = CACHE.get(key)
+        if run is None:
+            run = check_model(pm.text, tools, timeout=settings.timeout, depth=settings.depth,
+                              memory_mb=settings.memory_mb, token=token)
+            CACHE.put(key, run)
+        if run.status == "error":
+            findings = findings_from_run(k, pm, run)
+        elif run.status == "incomplete":
+            reason = f"the search hit the {run.incomplete} bound after {run.states} states; nothing is proven"
+    suppressed = []
+    if source_lines is not None:
+        kept = []
+        for f in findings:
+            (suppressed if is_suppressed(f, source_lines) else kept).append(f)
+        findings = kept
+    if pm is not None and pm.notes:
+        reason = reason or "; ".join(pm.notes)
+    if findings:
+        verdict = "counterexample"
+        if k.unmodeled:
+            assumptions.append("unmodeled constructs (listed) may change this counterexample")
+    elif suppressed:
+        verdict = "inconclusive"
+        reason = "the counterexample found was suppressed; the search stops at the first error"
+    elif k.unmodeled:
+        verdict = "inconclusive"
+        reason = reason or "unmodeled constructs: " + "; ".join(f"{u.construct} (line {u.line})" for u in k.unmodeled)
+    elif reason is not None:
+        verdict = "inconclusive"
+    else:
+        verdict = "verified"
+    states = run.states if run else 0
+    seconds = round(run.seconds, 3) if run else 0.0
+    bounds = {**k.bounds, "depth": settings.depth, "states": states, "seconds": seconds}
+    stats = {"states": states, "transitions": run.transitions if run else 0, "seconds": seconds,
+             "compiler": tools.compiler_name}
+    return KernelResult(k.path, k.name, k.qualname, k.line, verdict, reason, bounds, assumptions, findings,
+                        list(k.unmodeled), stats, k, pm, run, suppressed)
+
+
+def iter_check(text: str, path: str, settings: Settings, token: Optional[CancelToken] = None,
+               only: Optional[str] = None) -> Iterator[KernelResult]:
+    """Yield one result per kernel as each finishes. Raises FrontendError / ToolError."""
+    tools = find_tools(settings.spin, settings.compiler)
+    models = build_models(text, path, settings)
+    lines = text.splitlines()
+    for k in models:
+        if only is not None and k.qualname != only:
+            continue
+        if token is not None and token.cancelled:
+            raise Cancelled()
+        yield run_kernel(k, settings, tools, token, lines)
+
+
+def check_source(text: str, path: str, settings: Settings, token: Optional[CancelToken] = None,
+                 with_fixes: bool = True) -> FileResult:
+    try:
+        kernels = list(iter_check(text, path, settings, token))
+    except FrontendError as e:
+        return FileResult(path, [], error=f"cannot analyze {path}: {e}")
+    if with_fixes and settings.verify_fixes:
+        from .fixes import attach_fixes
+        for kr in kernels:
+            if kr.findings:
+                attach_fixes(kr, text, settings, token)
+    return FileResult(path, kernels)
+
+
+def promela_for(text: str, path: str, settings: Settings, qualname: str) -> Optional[PromelaModel]:
+    for k in build_models(text, path, settings):
+        if k.qualname == qualname:
+            return lower(k)
+    return None
+
+
+__all__ = ["check_source", "iter_check", "run_kernel", "KernelResult", "FileResult", "ToolError", "Cancelled",
+           "CancelToken", "FrontendError", "promela_for"]

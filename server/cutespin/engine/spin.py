@@ -1,0 +1,307 @@
+"""Run SPIN on a Promela model: spin -a, compile pan (tcc when present), run pan, replay the trail.
+
+Every tool runs as an argument-list subprocess (no shell) in a private temp dir, in its own
+process group, killed with the group on timeout or cancellation. A search cut short by depth,
+memory, time or an interrupt is *incomplete* and must never be reported as verified (SPIN prints
+"errors: 0" in all of those cases).
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+INCOMPLETE_MARKERS = {
+    "max search depth too small": "depth",
+    "reached -DMEMLIM bound": "memory",
+    "out of memory": "memory",
+    "Interrupted": "time",
+    "Time limit": "time",
+    "VECTORSZ too small": "vector",
+    "too many processes": "processes",
+}
+
+STEP_RE = re.compile(
+    r"^\s*(\d+):\s+proc\s+(-|\d+)\s+\((.+?)(?::(\d+))?\)\s+(\S+?):(\d+)\s+\(state\s+(\d+)\)(?:\s+\[(.*)\])?(\s+<valid end state>)?\s*$")
+
+
+GLOBAL_RE = re.compile(r"^\t\t([A-Za-z_]\w*(?:\[\d+\])?) = (-?\d+)\s*$")
+
+
+class ToolError(Exception):
+    """A tool is missing or failed in a way the user must fix (install, configure)."""
+
+
+class Cancelled(Exception):
+    pass
+
+
+@dataclass
+class CancelToken:
+    """Cancellation shared with whoever runs the check; kills the running tool's process group."""
+
+    _event: threading.Event = field(default_factory=threading.Event)
+    _procs: list = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def cancel(self):
+        self._event.set()
+        with self._lock:
+            for p in list(self._procs):
+                _kill_group(p)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def register(self, p):
+        with self._lock:
+            self._procs.append(p)
+            if self._event.is_set():
+                _kill_group(p)
+
+    def unregister(self, p):
+        with self._lock:
+            if p in self._procs:
+                self._procs.remove(p)
+
+
+def _kill_group(p: subprocess.Popen, sig=signal.SIGKILL):
+    try:
+        os.killpg(p.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass
+class Tools:
+    spin: str
+    compiler: str
+    compiler_name: str
+    spin_version: str
+
+
+_tools_cache: dict = {}
+
+
+def find_tools(spin: str = "spin", compiler: Optional[str] = None) -> Tools:
+    key = (spin, compiler)
+    if key in _tools_cache:
+        return _tools_cache[key]
+    spin_path = shutil.which(spin)
+    if spin_path is None:
+        raise ToolError(f"SPIN was not found (looked for `{spin}` on PATH). Install it with "
+                        f"`sudo apt-get install spin` (Debian/Ubuntu) or set `spin` in [tool.cutespin].")
+    if compiler:
+        cc = shutil.which(compiler)
+        if cc is None:
+            raise ToolError(f"the C compiler `{compiler}` was not found; install it or unset `compiler`.")
+    else:
+        cc = shutil.which("tcc") or shutil.which("gcc") or shutil.which("cc")
+        if cc is None:
+            raise ToolError("no C compiler found to build SPIN's verifier: install tcc "
+                            "(`sudo apt-get install tcc`) or gcc.")
+    try:
+        out = subprocess.run([spin_path, "-V"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise ToolError(f"`{spin_path} -V` failed ({e}); reinstall SPIN.") from None
+    m = re.search(r"Spin Version ([\d.]+)", out)
+    if not m:
+        raise ToolError(f"`{spin_path} -V` printed something unexpected ({out[:80]!r}); is it SPIN?")
+    tools = Tools(spin_path, cc, os.path.basename(cc), m.group(1))
+    _tools_cache[key] = tools
+    return tools
+
+
+@dataclass
+class RunResult:
+    status: str  # "ok" | "error" | "incomplete"
+    error: Optional[str] = None  # "assertion" | "deadlock"
+    assertion: Optional[str] = None
+    incomplete: Optional[str] = None  # which bound
+    states: int = 0
+    transitions: int = 0
+    depth: int = 0
+    seconds: float = 0.0
+    steps: list = field(default_factory=list)  # list[Step]
+    blocked: list = field(default_factory=list)  # list[(proc name, pml line)]
+    fail_line: Optional[int] = None
+    raw: str = ""
+    timings: dict = field(default_factory=dict)
+    globals: list = field(default_factory=list)  # (depth, name, value) in trail order
+
+
+@dataclass
+class Step:
+    depth: int
+    pid: int
+    proc: str
+    line: int
+
+
+def _run(cmd, cwd, timeout, token: Optional[CancelToken], interrupt_after: Optional[float] = None):
+    """Run a command in its own process group. Returns (rc, stdout+stderr, interrupted)."""
+    if token is not None and token.cancelled:
+        raise Cancelled()
+    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    if token is not None:
+        token.register(p)
+    interrupted = False
+    try:
+        try:
+            out, _ = p.communicate(timeout=interrupt_after if interrupt_after is not None else timeout)
+        except subprocess.TimeoutExpired:
+            if interrupt_after is not None:
+                # pan traps SIGINT, prints its statistics and exits: an incomplete search.
+                interrupted = True
+                _kill_group(p, signal.SIGINT)
+                try:
+                    out, _ = p.communicate(timeout=5)
+                except subprocess.TimeoutExpired:
+                    _kill_group(p)
+                    out, _ = p.communicate()
+            else:
+                _kill_group(p)
+                out, _ = p.communicate()
+                raise ToolError(f"`{os.path.basename(cmd[0])}` did not finish within {timeout:.0f} s") from None
+    finally:
+        if token is not None:
+            token.unregister(p)
+        if p.poll() is None:
+            _kill_group(p)
+            p.wait()
+    if token is not None and token.cancelled:
+        raise Cancelled()
+    return p.returncode, out, interrupted
+
+
+def _hash_width(expected_states: int) -> int:
+    return max(16, min(24, int(math.log2(max(expected_states, 2))) + 1))
+
+
+def check_model(text: str, tools: Tools, *, timeout: float = 20.0, depth: int = 100_000, memory_mb: int = 1024,
+                token: Optional[CancelToken] = None, keep_dir: Optional[str] = None) -> RunResult:
+    start = time.monotonic()
+    tmp = tempfile.mkdtemp(prefix="cutespin-")
+    os.chmod(tmp, 0o700)
+    timings = {}
+    try:
+        pml = os.path.join(tmp, "m.pml")
+        with open(pml, "w") as fh:
+            fh.write(text)
+        t0 = time.monotonic()
+        rc, out, _ = _run([tools.spin, "-a", "m.pml"], tmp, timeout, token)
+        timings["spin_a"] = time.monotonic() - t0
+        if rc != 0 or not os.path.exists(os.path.join(tmp, "pan.c")):
+            raise ToolError(f"`spin -a` rejected the generated model (internal error):\n{out.strip()[:2000]}")
+        vectorsz = 4096 if len(text) > 50_000 else 2048
+        t0 = time.monotonic()
+        cc = [tools.compiler, "-DSAFETY", f"-DMEMLIM={int(memory_mb)}", f"-DVECTORSZ={vectorsz}", "-o", "pan", "pan.c"]
+        if tools.compiler_name != "tcc":
+            cc.insert(1, "-O1")
+        rc, out, _ = _run(cc, tmp, timeout, token)
+        timings["compile"] = time.monotonic() - t0
+        if rc != 0:
+            raise ToolError(f"`{tools.compiler_name}` could not build pan.c:\n{out.strip()[:2000]}")
+        remaining = max(0.5, timeout - (time.monotonic() - start))
+        t0 = time.monotonic()
+        rc, out, interrupted = _run(["./pan", "-n", f"-m{depth}", f"-w{_hash_width(200_000)}", "-c1"], tmp,
+                                    remaining, token, interrupt_after=remaining)
+        timings["pan"] = time.monotonic() - t0
+        if rc < 0 or ("pan:" not in out and "State-vector" not in out and "errors:" not in out):
+            raise ToolError(f"pan crashed (exit {rc}); its output:\n{out.strip()[-2000:]}")
+        res = parse_pan(out)
+        if interrupted and res.status == "ok":
+            res.status, res.incomplete = "incomplete", "time"
+        if res.status == "error":
+            t0 = time.monotonic()
+            rc, trail, _ = _run([tools.spin, "-t", "-p", "-g", "-l", "-k", "m.pml.trail", "m.pml"], tmp, 30, token)
+            timings["trail"] = time.monotonic() - t0
+            parse_trail(trail, res)
+        if keep_dir:
+            os.makedirs(keep_dir, exist_ok=True)
+            for f in ("m.pml", "m.pml.trail"):
+                if os.path.exists(os.path.join(tmp, f)):
+                    shutil.copy(os.path.join(tmp, f), os.path.join(keep_dir, f))
+        res.seconds = time.monotonic() - start
+        res.timings = timings
+        return res
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def parse_pan(out: str) -> RunResult:
+    res = RunResult(status="ok", raw=out)
+    m = re.search(r"(\d+) states, stored", out)
+    res.states = int(m.group(1)) if m else 0
+    m = re.search(r"(\d+) transitions", out)
+    res.transitions = int(m.group(1)) if m else 0
+    m = re.search(r"depth reached (\d+)", out)
+    res.depth = int(m.group(1)) if m else 0
+    if re.search(r"pan:\d+:\s+assertion violated", out):
+        res.status, res.error = "error", "assertion"
+        m = re.search(r"assertion violated (.*?) \(at depth", out)
+        res.assertion = m.group(1).strip() if m else None
+    elif re.search(r"pan:\d+:\s+invalid end state", out):
+        res.status, res.error = "error", "deadlock"
+    else:
+        m = re.search(r"errors: (\d+)", out)
+        if m and int(m.group(1)) > 0:
+            res.status, res.error = "error", "other"
+    if res.status == "ok":
+        for marker, bound in INCOMPLETE_MARKERS.items():
+            if marker in out:
+                res.status, res.incomplete = "incomplete", bound
+                break
+        if "errors:" not in out:
+            res.status, res.incomplete = "incomplete", res.incomplete or "unknown"
+    return res
+
+
+def parse_trail(text: str, res: RunResult):
+    """Fill `steps`, `blocked` and `fail_line` from `spin -t -p -g -l` output."""
+    steps = []
+    final = False
+    blocked = []
+    values = []
+    depth = 0
+    for line in text.splitlines():
+        if line.startswith("#processes:"):
+            final = True
+            depth = 1 << 29
+            continue
+        g = GLOBAL_RE.match(line)
+        if g:
+            values.append((depth, g.group(1), g.group(2)))
+            continue
+        m = STEP_RE.match(line)
+        if m:
+            sdepth, pid, proc, _, _, pline, _, _, valid = m.groups()
+            if pid == "-":
+                continue
+            if not final:
+                depth = int(sdepth)
+            if final:
+                if not valid:
+                    blocked.append((proc, int(pline)))
+            else:
+                steps.append(Step(depth, int(pid), proc, int(pline)))
+            continue
+        m = re.match(r"spin: \S+:(\d+), Error: assertion violated", line)
+        if m:
+            res.fail_line = int(m.group(1))
+        m = re.match(r"spin: text of failed assertion: (.*)$", line)
+        if m:
+            res.assertion = m.group(1).strip()
+    res.steps = steps
+    res.blocked = blocked
+    res.globals = values

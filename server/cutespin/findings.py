@@ -1,0 +1,298 @@
+"""Engine result + line table -> findings with stable codes, messages, spans and interleavings."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from . import ir
+from .engine.spin import RunResult
+from .model.promela import LineInfo, PromelaModel
+
+KINDS = ("deadlock", "race", "overrun", "scope", "fence", "init", "exit")
+CODES = {
+    "deadlock": "CS101", "race": "CS201", "overrun": "CS301", "scope": "CS401", "fence": "CS501",
+    "init": "CS601", "exit": "CS701",
+}
+UNMODELED_CODE = "CS901"
+INCONCLUSIVE_CODE = "CS902"
+SEVERITY = {"deadlock": "error", "race": "error", "overrun": "error", "scope": "error", "fence": "error",
+            "init": "error", "exit": "error"}
+DOCS_BASE = "https://github.com/cutespin/cutespin/blob/main/docs/codes/"
+
+MAX_STEPS = 40
+
+
+def docs_url(code: str) -> str:
+    return f"{DOCS_BASE}{code}.md"
+
+
+@dataclass
+class Edit:
+    path: str
+    span: ir.Span
+    new_text: str
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "range": self.span.to_json(), "new_text": self.new_text}
+
+
+@dataclass
+class Fix:
+    title: str
+    edits: list  # list[Edit]
+    verified: bool = False
+    preferred: bool = False
+
+    def to_json(self) -> dict:
+        return {"title": self.title, "edits": [e.to_json() for e in self.edits], "verified": self.verified}
+
+
+@dataclass
+class Related:
+    path: str
+    span: ir.Span
+    message: str
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "range": self.span.to_json(), "message": self.message}
+
+
+@dataclass
+class TraceStep:
+    """One step of the interleaving, for hover tables and the full-trace command."""
+
+    index: int
+    process: str
+    line: int
+    what: str
+    state: str = ""
+
+
+@dataclass
+class Finding:
+    kind: str
+    message: str
+    span: ir.Span
+    path: str
+    related: list = field(default_factory=list)  # list[Related]
+    fixes: list = field(default_factory=list)  # list[Fix]
+    steps: list = field(default_factory=list)  # list[TraceStep]
+    data: dict = field(default_factory=dict)  # what fixes and hover need (barrier, region, ...)
+
+    @property
+    def code(self) -> str:
+        return CODES[self.kind]
+
+    @property
+    def severity(self) -> str:
+        return SEVERITY[self.kind]
+
+    def to_json(self) -> dict:
+        return {
+            "code": self.code, "kind": self.kind, "severity": self.severity, "message": self.message,
+            "range": self.span.to_json(), "related": [r.to_json() for r in self.related],
+            "fixes": [f.to_json() for f in self.fixes],
+        }
+
+
+def _group_steps(res: RunResult, pm: PromelaModel):
+    """Trail steps grouped into transitions (one per depth and pid), mapped to source lines."""
+    out = []
+    last = None
+    for s in res.steps:
+        key = (s.depth, s.pid)
+        if key == last:
+            continue
+        last = key
+        info = pm.lines.get(s.line)
+        if info is None or info.span is None and info.op != "tma_complete":
+            continue
+        out.append((s, info))
+    return out
+
+
+def _barrier_state(values: dict, b: Optional[int]) -> str:
+    if b is None:
+        return ""
+    p, t, ph = values.get(f"mb_p[{b}]"), values.get(f"mb_t[{b}]"), values.get(f"mb_ph[{b}]")
+    parts = []
+    if p is not None:
+        parts.append(f"pending {p}")
+    if t is not None:
+        parts.append(f"tx {t}")
+    if ph is not None:
+        parts.append(f"phase {ph}")
+    return ", ".join(parts)
+
+
+def _role_of(pm: PromelaModel, proc: str) -> str:
+    return pm.proc_names.get(proc, "TMA unit" if proc == "Tma" else proc)
+
+
+def build_trace(res: RunResult, pm: PromelaModel, path: str, line_shift=None):
+    steps, related = [], []
+    grouped = _group_steps(res, pm)
+    for i, (s, info) in enumerate(grouped[-MAX_STEPS:]):
+        role = _role_of(pm, s.proc)
+        state = _barrier_state(res_values(res, s.depth), info.barrier)
+        line = info.span.line if info.span else 0
+        steps.append(TraceStep(i + 1, role, line, info.what, state))
+        if info.span is not None:
+            related.append(Related(path, info.span, f"step {i + 1}: {role} {info.what}" + (f" [{state}]" if state else "")))
+    return steps, related
+
+
+def res_values(res: RunResult, depth: int) -> dict:
+    """Barrier variable values after the step at `depth` (from the trail's `-g` deltas)."""
+    vals = {}
+    for d, name, value in getattr(res, "globals", []):
+        if d > depth:
+            break
+        vals[name] = value
+    return vals
+
+
+ASSERT_KIND = [
+    (re.compile(r"mb_in\[\d+\]\)?==0"), "init", "reinit"),
+    (re.compile(r"mb_in\["), "init", "uninit"),
+    (re.compile(r"dead\["), "exit", "exit"),
+    (re.compile(r"mb_p\["), "overrun", "overarrive"),
+    (re.compile(r"\btq\d+"), "race", "tma_inflight"),
+    (re.compile(r"\bu_\d+"), "fence", "fence"),
+    (re.compile(r"\ba_\d+"), "race", "race"),
+]
+
+
+def classify_assertion(text: str):
+    compact = text.replace(" ", "").replace("(", "").replace(")", "")
+    for rx, kind, sub in ASSERT_KIND:
+        if rx.search(compact) or rx.search(text):
+            return kind, sub
+    return "race", "unknown"
+
+
+def findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> list:
+    path = k.path
+    steps, related = build_trace(res, pm, path)
+    if res.error == "assertion":
+        info = pm.lines.get(res.fail_line or -1)
+        kind, sub = classify_assertion(res.assertion or "")
+        span = info.span if info and info.span else k.def_span
+        role = info.process if info else "a role"
+        what = info.what if info else "an operation"
+        data = {"sub": sub, "op": info.op if info else None, "barrier": info.barrier if info else None,
+                "region": info.region if info else None}
+        region_name = next((r.name for r in pm.tracked if info and r.index == info.region), "the buffer")
+        if kind == "race" and sub == "race":
+            narrow = _narrow_for(pm, k)
+            if narrow is not None:
+                nspan, nwhy = narrow
+                msg = (f"stale read through a too-narrow scope: {role} {what}, but {nwhy}; the reader may see "
+                       f"old data on the GPU")
+                rel = [Related(path, span, f"the read that may see stale data: {role} {what}")] + related
+                data["read_span"] = span.to_json()
+                return [Finding("scope", msg, nspan, path, rel, steps=steps, data=data)]
+            if info and info.op == "load":
+                msg = (f"data race: {role} {what} before the write it depends on is ordered before it "
+                       f"(read-after-write); on the GPU it can read stale or partial data")
+            elif info and info.op in ("store", "tma_load"):
+                msg = (f"data race: {role} {what} while another role may still be reading it "
+                       f"(write-after-read); on the GPU the reader can see the new data too early")
+            elif info and info.op == "tma_store":
+                msg = (f"data race: {role} {what} before every generic write to it is ordered before the "
+                       f"store; the TMA can copy stale data")
+            else:
+                msg = f"data race on {region_name}: {role} {what}"
+            return [Finding("race", msg, span, path, related, steps=steps, data=data)]
+        if sub == "tma_inflight":
+            msg = (f"data race: {role} {what} while an earlier TMA load into the same buffer may still be in "
+                   f"flight; the two copies overwrite each other")
+            return [Finding("race", msg, span, path, related, steps=steps, data=data)]
+        if kind == "fence":
+            msg = (f"missing proxy fence: {role} {what}, but generic writes to {region_name} are not fenced "
+                   f"with fence_view_async_shared() before the handoff; the TMA may read stale shared memory")
+            return [Finding("fence", msg, span, path, related, steps=steps, data=data)]
+        if kind == "overrun":
+            msg = (f"over-arrival: {role} {what} when fewer arrivals are pending in the current phase; the "
+                   f"extra arrival completes the phase early or is undefined behaviour on the GPU")
+            return [Finding("overrun", msg, span, path, related, steps=steps, data=data)]
+        if kind == "exit":
+            msg = (f"CTA exit while in use: {role} {what} after the target CTA may have exited; on the GPU the "
+                   f"arrive or access hits a CTA whose shared memory is gone (undefined behaviour, often a hang)")
+            return [Finding("exit", msg, span, path, related, steps=steps, data=data)]
+        if kind == "init":
+            if sub == "reinit":
+                msg = (f"barrier initialised twice: {role} {what} on a live barrier (more than one warp or lane "
+                       f"initialises it); re-initialising a live mbarrier is undefined behaviour")
+            else:
+                msg = (f"barrier used before initialisation: {role} {what} can run before mbarrier_init is "
+                       f"fenced and synchronised (mbarrier_init_fence + sync_threads / cluster barrier)")
+            return [Finding("init", msg, span, path, related, steps=steps, data=data)]
+    if res.error == "deadlock":
+        blocked = []
+        for proc, line in res.blocked:
+            info = pm.lines.get(line)
+            if info is None or info.span is None:
+                continue
+            blocked.append((proc, info))
+        if not blocked:
+            return [Finding("deadlock", "deadlock: every remaining role is blocked", k.def_span, path, related,
+                            steps=steps, data={"blocked": []})]
+        order = {"wait": 0, "flag_wait": 1, "named_wait": 2, "named_arrive": 2, "cluster_wait": 3}
+        blocked.sort(key=lambda pi: (order.get(pi[1].op, 9), pi[1].span.line))
+        proc, info = blocked[0]
+        final = res_values(res, 1 << 30)
+        state = _barrier_state(final, info.barrier)
+        others = [f"{_role_of(pm, p)} at line {i.span.line}" for p, i in blocked[1:]]
+        msg = (f"deadlock: {_role_of(pm, proc)} {info.what} forever" + (f" ({state})" if state else "")
+               + (f"; also blocked: {', '.join(others)}" if others else "")
+               + ". On the GPU the launch never completes.")
+        rel = list(related)
+        for p, i in blocked:
+            st = _barrier_state(final, i.barrier)
+            rel.append(Related(path, i.span, f"blocked: {_role_of(pm, p)} {i.what}" + (f" [{st}]" if st else "")))
+        data = {"barrier": info.barrier, "op": info.op,
+                "pending": _int(final.get(f"mb_p[{info.barrier}]")) if info.barrier is not None else None,
+                "blocked": [{"line": i.span.line, "op": i.op, "barrier": i.barrier} for _, i in blocked]}
+        return [Finding("deadlock", msg, info.span, path, rel, steps=steps, data=data)]
+    return []
+
+
+def _int(v):
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _narrow_for(pm: PromelaModel, k: ir.KernelModel):
+    return pm.narrow_sites[0] if pm.narrow_sites else None
+
+
+def static_findings(k: ir.KernelModel) -> list:
+    out = []
+    for sf in k.static_findings:
+        out.append(Finding(sf.kind, sf.message + " (found without search)", sf.span, k.path,
+                           data={"static": True}))
+    return out
+
+
+SUPPRESS_RE = re.compile(r"#\s*cutespin\s*:\s*ignore(?:\[([A-Z0-9, ]+)\])?")
+
+
+def suppressed_codes(source_lines: list, line: int) -> Optional[set]:
+    """Codes suppressed on a source line; an empty set means all codes."""
+    if not 1 <= line <= len(source_lines):
+        return None
+    m = SUPPRESS_RE.search(source_lines[line - 1])
+    if not m:
+        return None
+    if m.group(1) is None:
+        return set()
+    return {c.strip() for c in m.group(1).split(",") if c.strip()}
+
+
+def is_suppressed(f: Finding, source_lines: list) -> bool:
+    codes = suppressed_codes(source_lines, f.span.line)
+    return codes is not None and (not codes or f.code in codes)

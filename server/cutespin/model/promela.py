@@ -1,0 +1,605 @@
+"""IR -> Promela text plus a table from Promela line to source span.
+
+Encodings (see `docs/policies.md` and `../shared/reference/spin-engine.md`):
+- mbarrier b: `mb_p[b]` pending arrivals, `mb_t[b]` signed transaction count, `mb_ph[b]` phase
+  number mod 4, `mb_in[b]` initialised. The expected count is a literal at each call site.
+  A wait is a blocking guard `(mb_ph[b] % 2 != parity)`, so a stuck wait is an invalid end state.
+- One process per warp; its lane classes share the process but each has its own visibility set.
+- Races: per tracked region r, `a_r` holds the access bits ever performed (write bit 2g, read bit
+  2g+1 of group g) and every *holder* (a group's visibility set, a barrier phase's release set, a
+  named barrier's, the cluster barrier's, a flag's) keeps the bits it has seen. A new access by g
+  clears g's bit from every holder except g's own, so only synchronization can bring it back.
+- Every op is one Promela line and every line maps back to its op's source span. No identifier
+  from the user's source reaches the text: all names are generated.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .. import ir
+
+WORD_BITS = 32
+
+
+@dataclass
+class LineInfo:
+    span: Optional[ir.Span]
+    process: str  # role, e.g. "warp 0 (warp_idx == 0)"
+    what: str  # what the step does, in words
+    op: str  # op kind: "wait", "arrive", "store", ...
+    barrier: Optional[int] = None
+    region: Optional[int] = None
+
+
+@dataclass
+class Group:
+    """A (process, lane class) pair, or an asynchronous agent of a process."""
+
+    index: int
+    process: int
+    lane_class: Optional[int]  # None for async agents
+    label: str
+    bit: Optional[int] = None  # bit position pair base (2*slot) when it accesses tracked regions
+
+
+@dataclass
+class PromelaModel:
+    text: str
+    lines: dict  # pml line -> LineInfo
+    proc_names: dict  # proctype name -> role
+    groups: list
+    tracked: list  # list[ir.Region]
+    bar_names: dict  # barrier index -> name
+    flag_names: dict
+    narrow_sites: list = field(default_factory=list)  # (span, what) scope-too-narrow sites
+    notes: list = field(default_factory=list)
+
+
+class TooManyGroups(Exception):
+    pass
+
+
+def _walk(ops):
+    for op in ops:
+        yield op
+        if isinstance(op, ir.Choice):
+            for alt in op.alternatives:
+                yield from _walk(alt)
+
+
+class Lowering:
+    def __init__(self, k: ir.KernelModel):
+        self.k = k
+        self.lines: list = []  # (text, LineInfo|None)
+        self.groups: list = []
+        self.group_of: dict = {}  # (proc idx, class idx) -> Group
+        self.tma_group: dict = {}  # proc idx -> Group
+        self.bulk_group: dict = {}
+        self.narrow_sites: list = []
+        self.notes: list = []
+        self._plan()
+
+    # ------------------------------------------------------------------ planning
+    def _plan(self):
+        k = self.k
+        self.nb = max(1, len(k.barriers))
+        self.expected = {}
+        for p in k.processes:
+            for ops in p.variants:
+                for op in _walk(ops):
+                    if isinstance(op, ir.MbInit):
+                        self.expected.setdefault(op.bar.index, op.count)
+        # Groups: every lane class of every process, plus async agents where used.
+        for pi, p in enumerate(k.processes):
+            for ci, lc in enumerate(p.lane_classes):
+                g = Group(len(self.groups), pi, ci, f"{p.role}, {lc.describe()}")
+                self.groups.append(g)
+                self.group_of[(pi, ci)] = g
+            ops = [op for v in p.variants for op in _walk(v)]
+            if any(isinstance(op, ir.TmaLoad) for op in ops):
+                g = Group(len(self.groups), pi, None, f"TMA loads issued by {p.role}")
+                self.groups.append(g)
+                self.tma_group[pi] = g
+            if any(isinstance(op, ir.TmaStore) for op in ops):
+                g = Group(len(self.groups), pi, None, f"TMA stores issued by {p.role}")
+                self.groups.append(g)
+                self.bulk_group[pi] = g
+        # Tracked regions: touched by two or more agents, at least one of them writing.
+        touch: dict = {}
+        writes: dict = {}
+        self.async_read_regions = set()
+        for pi, p in enumerate(k.processes):
+            for v in p.variants:
+                for op in _walk(v):
+                    if isinstance(op, ir.Access):
+                        touch.setdefault(op.region.index, set()).add(pi)
+                        if op.write:
+                            writes.setdefault(op.region.index, set()).add(pi)
+                    elif isinstance(op, ir.TmaLoad) and op.region is not None:
+                        touch.setdefault(op.region.index, set()).add(("tma", pi))
+                        writes.setdefault(op.region.index, set()).add(("tma", pi))
+                    elif isinstance(op, ir.TmaStore) and op.region is not None:
+                        touch.setdefault(op.region.index, set()).add(("bulk", pi))
+                        self.async_read_regions.add(op.region.index)
+        self.tracked = [r for r in k.regions if len(touch.get(r.index, ())) >= 2 and writes.get(r.index)]
+        self.tracked_ids = {r.index for r in self.tracked}
+        # Which groups need bits.
+        need = set()
+        for pi, p in enumerate(k.processes):
+            for v in p.variants:
+                for op in _walk(v):
+                    if isinstance(op, ir.Access) and op.region.index in self.tracked_ids:
+                        for ci in self._classes(op.lanes, p):
+                            need.add(self.group_of[(pi, ci)].index)
+                    elif isinstance(op, ir.TmaLoad) and op.region is not None and op.region.index in self.tracked_ids:
+                        need.add(self.tma_group[pi].index)
+                    elif isinstance(op, ir.TmaStore) and op.region is not None and op.region.index in self.tracked_ids:
+                        need.add(self.bulk_group[pi].index)
+        if len(need) > WORD_BITS // 2:
+            raise TooManyGroups(f"{len(need)} agents access shared buffers; at most {WORD_BITS // 2} are modeled")
+        for slot, gi in enumerate(sorted(need)):
+            self.groups[gi].bit = slot
+        # Holders of visibility bits, per tracked region.
+        self.named = sorted({(p.cta, op.barrier_id) for p in k.processes for v in p.variants for op in _walk(v)
+                             if isinstance(op, ir.NamedBarrier)})
+        self.named_threads = {}
+        for p in k.processes:
+            for v in p.variants:
+                for op in _walk(v):
+                    if isinstance(op, ir.NamedBarrier):
+                        self.named_threads.setdefault((p.cta, op.barrier_id), set()).add(op.threads)
+        self.clusters = sorted({p.cta // k.cluster_size for p in k.processes})
+        self.flag_ids = [f.index for f in k.flags]
+        self.warps_per_cta = {}
+        for p in k.processes:
+            self.warps_per_cta[p.cta] = self.warps_per_cta.get(p.cta, 0) + 1
+        self.warps_per_cluster = {}
+        for p in k.processes:
+            cl = p.cta // k.cluster_size
+            self.warps_per_cluster[cl] = self.warps_per_cluster.get(cl, 0) + 1
+        self.flag_readers = {}
+        self.flag_writers = {}
+        for p in k.processes:
+            for v in p.variants:
+                for op in _walk(v):
+                    if isinstance(op, ir.FlagWait):
+                        self.flag_readers.setdefault(op.flag.index, set()).add(p.cta)
+                    elif isinstance(op, ir.FlagUpdate):
+                        self.flag_writers.setdefault(op.flag.index, set()).add(p.cta)
+        # TMA slots: (proc, bar, region, tx) in flight counters.
+        self.tma_slots = {}
+        for pi, p in enumerate(k.processes):
+            for v in p.variants:
+                for op in _walk(v):
+                    if isinstance(op, ir.TmaLoad):
+                        key = (pi, op.bar.index, op.region.index if op.region else -1, op.tx)
+                        self.tma_slots.setdefault(key, len(self.tma_slots))
+
+    def _classes(self, mask: int, p: ir.Process):
+        return [i for i in range(len(p.lane_classes)) if mask >> i & 1]
+
+    # ------------------------------------------------------------------ variable names
+    def W(self, g: Group) -> int:
+        return 1 << (2 * g.bit)
+
+    def R(self, g: Group) -> int:
+        return 1 << (2 * g.bit + 1)
+
+    @staticmethod
+    def cov(g: Group, r: int) -> str:
+        return f"c{g.index}_{r}"
+
+    def holders(self, r: int) -> list:
+        hs = [self.cov(g, r) for g in self.groups if g.lane_class is not None]
+        hs += [f"br{b}_{r}" for b in range(len(self.k.barriers))]
+        hs += [f"bd{b}_{r}" for b in range(len(self.k.barriers))]
+        hs += [f"na{i}_{r}" for i in range(len(self.named))]
+        hs += [f"nd{i}_{r}" for i in range(len(self.named))]
+        hs += [f"ka{c}_{r}" for c in self.clusters] + [f"kd{c}_{r}" for c in self.clusters]
+        hs += [f"fr{f}_{r}" for f in self.flag_ids]
+        return hs
+
+    def lane_groups(self, pi: int, mask: int) -> list:
+        p = self.k.processes[pi]
+        return [self.group_of[(pi, ci)] for ci in self._classes(mask, p)]
+
+    # ------------------------------------------------------------------ building blocks
+    def clear_bit(self, r: int, bit: int, keep: Optional[str] = None) -> list:
+        return [f"{h} = {h} & ~{bit}" for h in self.holders(r) if h != keep]
+
+    def release_into(self, dest_prefix: str, pi: int, mask: int, reads_from_whole_warp: bool) -> list:
+        """`dest |= cov` of the releasing lanes, for every tracked region."""
+        out = []
+        p = self.k.processes[pi]
+        groups = self.lane_groups(pi, mask)
+        all_groups = [self.group_of[(pi, ci)] for ci in range(len(p.lane_classes))]
+        read_mask = self._read_mask()
+        for r in self.tracked_ids:
+            for g in groups:
+                out.append(f"{dest_prefix}_{r} = {dest_prefix}_{r} | {self.cov(g, r)}")
+            if reads_from_whole_warp:
+                for g in all_groups:
+                    if g not in groups:
+                        out.append(f"{dest_prefix}_{r} = {dest_prefix}_{r} | ({self.cov(g, r)} & {read_mask})")
+        return out
+
+    def acquire_from(self, src_prefix: str, pi: int, mask: int) -> list:
+        out = []
+        for r in self.tracked_ids:
+            for g in self.lane_groups(pi, mask):
+                out.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {src_prefix}_{r}")
+        return out
+
+    def _read_mask(self) -> int:
+        m = 0
+        for g in self.groups:
+            if g.bit is not None:
+                m |= self.R(g)
+        return m
+
+    def _write_mask(self) -> int:
+        m = 0
+        for g in self.groups:
+            if g.bit is not None:
+                m |= self.W(g)
+        return m
+
+    def own_bits(self, pi: int) -> int:
+        m = 0
+        for g in self.groups:
+            if g.process == pi and g.lane_class is not None and g.bit is not None:
+                m |= self.W(g) | self.R(g)
+        return m
+
+    def complete_phase(self, b: int) -> str:
+        e = self.expected.get(b, 1)
+        moves = []
+        for r in self.tracked_ids:
+            moves += [f"bd{b}_{r} = br{b}_{r}", f"br{b}_{r} = 0"]
+        body = "; ".join([f"mb_ph[{b}] = (mb_ph[{b}] + 1) % 4", f"mb_p[{b}] = {e}", f"mb_t[{b}] = 0"] + moves)
+        return f"if :: (mb_p[{b}] == 0 && mb_t[{b}] == 0) -> {body} :: else -> skip fi"
+
+    def dstep(self, stmts: list) -> str:
+        return "d_step { " + "; ".join(stmts) + " }"
+
+    def emit(self, text: str, info: Optional[LineInfo]):
+        self.lines.append((text, info))
+
+    # ------------------------------------------------------------------ ops
+    def lower_op(self, pi: int, op, indent: str):
+        p = self.k.processes[pi]
+        role = p.role
+        k = self.k
+
+        def info(what, kind, bar=None, region=None):
+            return LineInfo(op.span, role, what, kind, bar, region)
+
+        if isinstance(op, ir.MbInit):
+            b = op.bar.index
+            if self.expected.get(b) != op.count:
+                self.notes.append(f"barrier {op.bar.name} is initialised with different counts")
+            stmts = [f"assert(mb_in[{b}] == 0)", f"mb_in[{b}] = 1", f"mb_p[{b}] = {op.count}", f"mb_t[{b}] = 0",
+                     f"mb_ph[{b}] = 0"]
+            self.emit(indent + self.dstep(stmts), info(f"initialises {op.bar.name} with {op.count} arrivals", "init", b))
+        elif isinstance(op, ir.MbInitFence):
+            self.emit(indent + "skip", info("fences the barrier initialisation", "fence"))
+        elif isinstance(op, ir.MbArrive):
+            b = op.bar.index
+            stmts = [f"assert(mb_in[{b}])"]
+            if op.bar.cta != p.cta:
+                stmts.append(f"assert(dead[{op.bar.cta}] == 0)")
+            if op.tx:
+                stmts.append(f"mb_t[{b}] = mb_t[{b}] + {op.tx}")
+            stmts.append(f"assert(mb_p[{b}] >= {op.count})")
+            stmts.append(f"mb_p[{b}] = mb_p[{b}] - {op.count}")
+            publishes = op.release and not (op.remote and op.scope == "cta" and op.bar.cta != p.cta)
+            if op.release and not publishes:
+                self.narrow_sites.append((op.span, f"remote arrive on {op.bar.name} at CTA scope does not "
+                                                   f"release this CTA's writes to the peer"))
+            if publishes:
+                stmts += self.release_into(f"br{b}", pi, op.lanes, reads_from_whole_warp=not k.strict)
+            stmts.append(self.complete_phase(b))
+            what = f"arrives on {op.bar.name} ({op.count} arrival{'s' if op.count != 1 else ''}" + (
+                f", expects {op.tx} tx" if op.tx else "") + ")"
+            self.emit(indent + self.dstep(stmts), info(what, "arrive", b))
+        elif isinstance(op, ir.MbExpectTx):
+            b = op.bar.index
+            stmts = [f"assert(mb_in[{b}])", f"mb_t[{b}] = mb_t[{b}] + {op.tx}"]
+            self.emit(indent + self.dstep(stmts), info(f"expects {op.tx} tx on {op.bar.name}", "expect_tx", b))
+        elif isinstance(op, ir.MbWait):
+            b = op.bar.index
+            stmts = [f"(mb_ph[{b}] % 2 != {op.parity})", f"assert(mb_in[{b}])"]
+            stmts += self.acquire_from(f"bd{b}", pi, op.lanes)
+            self.emit(indent + self.dstep(stmts), info(f"waits on {op.bar.name}, parity {op.parity}", "wait", b))
+        elif isinstance(op, ir.TmaLoad):
+            b = op.bar.index
+            slot = self.tma_slots[(pi, b, op.region.index if op.region else -1, op.tx)]
+            stmts = [f"assert(tq{slot} == 0)", f"tq{slot} = 1"]
+            if op.region is not None and op.region.index in self.tracked_ids:
+                r = op.region.index
+                tg = self.tma_group[pi]
+                issuer = self.lane_groups(pi, op.lanes)[0]
+                stmts.append(f"assert((a_{r} & {self._read_mask()} & ~{self.cov(issuer, r)}) == 0)")
+                stmts.append(f"a_{r} = a_{r} | {self.W(tg)}")
+                stmts += self.clear_bit(r, self.W(tg))
+            name = op.region.name if op.region else "shared memory"
+            self.emit(indent + self.dstep(stmts),
+                      info(f"issues a TMA load into {name} completing {op.tx} tx on {op.bar.name}", "tma_load", b,
+                           op.region.index if op.region else None))
+        elif isinstance(op, ir.TmaStore):
+            stmts = []
+            if op.region is not None and op.region.index in self.tracked_ids:
+                r = op.region.index
+                issuer = self.lane_groups(pi, op.lanes)[0]
+                bg = self.bulk_group[pi]
+                stmts.append(f"assert((a_{r} & {self._write_mask()} & ~{self.cov(issuer, r)}) == 0)")
+                stmts.append(f"assert(u_{r} == 0)")
+                stmts.append(f"a_{r} = a_{r} | {self.R(bg)}")
+                stmts += self.clear_bit(r, self.R(bg))
+            name = op.region.name if op.region else "shared memory"
+            self.emit(indent + (self.dstep(stmts) if stmts else "skip"),
+                      info(f"issues a TMA store reading {name}", "tma_store", None,
+                           op.region.index if op.region else None))
+        elif isinstance(op, ir.BulkCommit):
+            self.emit(indent + "skip", info("commits the bulk async group", "bulk_commit"))
+        elif isinstance(op, ir.BulkWait):
+            stmts = []
+            bg = self.bulk_group.get(pi)
+            for st in op.done_stores:
+                if bg is not None and st.region is not None and st.region.index in self.tracked_ids:
+                    for g in self.lane_groups(pi, (1 << len(p.lane_classes)) - 1):
+                        r = st.region.index
+                        stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.R(bg)}")
+            self.emit(indent + (self.dstep(stmts) if stmts else "skip"),
+                      info(f"waits until at most {op.pending} bulk groups are pending", "bulk_wait"))
+        elif isinstance(op, ir.Access):
+            r = op.region.index
+            verb = "writes" if op.write else "reads"
+            if r not in self.tracked_ids:
+                self.emit(indent + "skip", info(f"{verb} {op.region.name}", "store" if op.write else "load",
+                                                region=r))
+                return
+            stmts = []
+            if op.region.space == "smem" and op.region.cta != p.cta:
+                stmts.append(f"assert(dead[{op.region.cta}] == 0)")
+            own = self.own_bits(pi)
+            for g in self.lane_groups(pi, op.lanes):
+                if op.write:
+                    stmts.append(f"assert((a_{r} & {self._read_mask()} & ~{own} & ~{self.cov(g, r)}) == 0)")
+                    stmts.append(f"a_{r} = a_{r} | {self.W(g)}")
+                    stmts += self.clear_bit(r, self.W(g), keep=self.cov(g, r))
+                    stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.W(g)}")
+                    if r in self.async_read_regions:
+                        stmts.append(f"u_{r} = u_{r} | {self.W(g)}")
+                else:
+                    stmts.append(f"assert((a_{r} & {self._write_mask()} & ~{own} & ~{self.cov(g, r)}) == 0)")
+                    stmts.append(f"a_{r} = a_{r} | {self.R(g)}")
+                    stmts += self.clear_bit(r, self.R(g), keep=self.cov(g, r))
+                    stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.R(g)}")
+            self.emit(indent + self.dstep(stmts), info(f"{verb} {op.region.name}", "store" if op.write else "load",
+                                                       region=r))
+        elif isinstance(op, ir.Fence):
+            stmts = []
+            if op.kind == "proxy_async_shared":
+                for r in self.tracked_ids & self.async_read_regions:
+                    for g in self.lane_groups(pi, op.lanes or 1):
+                        stmts.append(f"u_{r} = u_{r} & ~({self.cov(g, r)} & {self._write_mask()})")
+            self.emit(indent + (self.dstep(stmts) if stmts else "skip"),
+                      info({"proxy_async_shared": "fences generic writes for the async proxy",
+                            "proxy_async_global": "fences global writes for the async proxy"}.get(op.kind, "fence"),
+                           "fence"))
+        elif isinstance(op, ir.NamedBarrier):
+            i = self.named.index((p.cta, op.barrier_id))
+            total = f"{self.warps_per_cta[p.cta] * 32} - 32 * ex[{p.cta}]" if op.threads is None else str(op.threads)
+            stmts = ["sg = ng[%d]" % i] if op.wait else []
+            stmts.append(f"nn[{i}] = nn[{i}] + {op.arriving}")
+            stmts += self.release_into(f"na{i}", pi, (1 << len(p.lane_classes)) - 1, False)
+            stmts.append(self.complete_named(i, total))
+            label = "sync_threads" if op.barrier_id == 0 and op.threads is None else (
+                f"named barrier {op.barrier_id}" + (f" ({op.threads} threads)" if op.threads else ""))
+            self.emit(indent + self.dstep(stmts),
+                      info(f"{'arrives at' if not op.wait else 'arrives and waits at'} {label}", "named_arrive"))
+            if op.wait:
+                wstmts = [f"(ng[{i}] != sg)"] + self.acquire_from(f"nd{i}", pi, (1 << len(p.lane_classes)) - 1)
+                self.emit(indent + self.dstep(wstmts), info(f"waits at {label}", "named_wait"))
+        elif isinstance(op, ir.SyncWarp):
+            stmts = []
+            gs = [self.group_of[(pi, ci)] for ci in range(len(p.lane_classes))]
+            if len(gs) > 1:
+                for r in self.tracked_ids:
+                    union = " | ".join(self.cov(g, r) for g in gs)
+                    stmts.append(f"t_{r} = {union}")
+                    stmts += [f"{self.cov(g, r)} = t_{r}" for g in gs]
+            self.emit(indent + (self.dstep(stmts) if stmts else "skip"), info("synchronises the warp (sync_warp)", "sync_warp"))
+        elif isinstance(op, ir.ClusterArrive):
+            c = p.cta // k.cluster_size
+            stmts = [f"cg = kg[{c}]", f"kn[{c}] = kn[{c}] + 1"]
+            if not op.relaxed:
+                stmts += self.release_into(f"ka{c}", pi, (1 << len(p.lane_classes)) - 1, False)
+            stmts.append(self.complete_cluster(c))
+            self.emit(indent + self.dstep(stmts), info("arrives at the cluster barrier" + (" (relaxed)" if op.relaxed else ""),
+                                                       "cluster_arrive"))
+        elif isinstance(op, ir.ClusterWait):
+            c = p.cta // k.cluster_size
+            stmts = [f"(kg[{c}] != cg)"] + self.acquire_from(f"kd{c}", pi, (1 << len(p.lane_classes)) - 1)
+            self.emit(indent + self.dstep(stmts), info("waits at the cluster barrier", "cluster_wait"))
+        elif isinstance(op, ir.FlagUpdate):
+            f = op.flag.index
+            amount = op.value * op.arrivals if op.op == "add" else op.value
+            stmts = [f"fv[{f}] = fv[{f}] + {amount}" if op.op == "add" else f"fv[{f}] = {amount}"]
+            if op.release_scope is not None:
+                readers = self.flag_readers.get(f, set())
+                need = max((ir.scope_rank(ir.scope_needed(p.cta, rc, k.cluster_size)) for rc in readers), default=0)
+                if ir.scope_rank(op.release_scope) >= need:
+                    stmts += self.release_into(f"fr{f}", pi, op.lanes, False)
+                else:
+                    self.narrow_sites.append((op.span, f"release at {op.release_scope} scope does not reach the "
+                                                       f"reading CTA (needs {ir.SCOPES[need]})"))
+            self.emit(indent + self.dstep(stmts), info(f"updates flag {op.flag.name}", "flag_update"))
+        elif isinstance(op, ir.FlagWait):
+            f = op.flag.index
+            stmts = [f"(fv[{f}] {op.cmp} {op.value})"]
+            if op.acquire_scope is not None:
+                writers = self.flag_writers.get(f, set())
+                need = max((ir.scope_rank(ir.scope_needed(p.cta, wc, k.cluster_size)) for wc in writers), default=0)
+                if ir.scope_rank(op.acquire_scope) >= need:
+                    stmts += self.acquire_from(f"fr{f}", pi, op.lanes)
+                else:
+                    self.narrow_sites.append((op.span, f"acquire at {op.acquire_scope} scope does not reach the "
+                                                       f"writing CTA (needs {ir.SCOPES[need]})"))
+            self.emit(indent + self.dstep(stmts), info(f"waits until flag {op.flag.name} {op.cmp} {op.value}", "flag_wait"))
+        elif isinstance(op, ir.Choice):
+            self.emit(indent + "if", LineInfo(op.span, role, "takes a runtime branch", "branch"))
+            for alt in op.alternatives:
+                self.emit(indent + ":: true ->", LineInfo(op.span, role, "takes a runtime branch", "branch"))
+                if not alt:
+                    self.emit(indent + "   skip", None)
+                self.lower_seq(pi, alt, indent + "   ")
+            self.emit(indent + "fi", None)
+        else:
+            self.emit(indent + "skip", info(type(op).__name__, "other"))
+
+    def lower_seq(self, pi: int, ops: list, indent: str):
+        for op in _dedupe_accesses(ops):
+            self.lower_op(pi, op, indent)
+
+    def complete_named(self, i: int, total: str) -> str:
+        moves = []
+        for r in self.tracked_ids:
+            moves += [f"nd{i}_{r} = na{i}_{r}", f"na{i}_{r} = 0"]
+        body = "; ".join([f"nn[{i}] = 0", f"ng[{i}] = 1 - ng[{i}]"] + moves)
+        return f"if :: (nn[{i}] > 0 && nn[{i}] >= {total}) -> {body} :: else -> skip fi"
+
+    def complete_cluster(self, c: int) -> str:
+        moves = []
+        for r in self.tracked_ids:
+            moves += [f"kd{c}_{r} = ka{c}_{r}", f"ka{c}_{r} = 0"]
+        body = "; ".join([f"kn[{c}] = 0", f"kg[{c}] = 1 - kg[{c}]"] + moves)
+        return f"if :: (kn[{c}] > 0 && kn[{c}] + kx[{c}] >= {self.warps_per_cluster[c]}) -> {body} :: else -> skip fi"
+
+    def exit_stmts(self, pi: int) -> list:
+        p = self.k.processes[pi]
+        c = p.cta // self.k.cluster_size
+        stmts = [f"ex[{p.cta}] = ex[{p.cta}] + 1", f"kx[{c}] = kx[{c}] + 1"]
+        for i, (cta, bid) in enumerate(self.named):
+            if cta == p.cta and None in self.named_threads[(cta, bid)]:
+                stmts.append(self.complete_named(i, f"{self.warps_per_cta[cta] * 32} - 32 * ex[{cta}]"))
+        if c in self.clusters:
+            stmts.append(self.complete_cluster(c))
+        stmts.append(f"if :: (ex[{p.cta}] == {self.warps_per_cta[p.cta]}) -> dead[{p.cta}] = 1 :: else -> skip fi")
+        return stmts
+
+    # ------------------------------------------------------------------ whole model
+    def build(self) -> PromelaModel:
+        k = self.k
+        L = self.emit
+        L("/* cutespin model: generated, position-free */", None)
+        nb = self.nb
+        L(f"int mb_p[{nb}]; int mb_t[{nb}]; byte mb_ph[{nb}]; bit mb_in[{nb}];", None)
+        nctas = max(1, k.ctas)
+        L(f"byte ex[{nctas}]; bit dead[{nctas}];", None)
+        ncl = max(1, len(self.clusters) and max(self.clusters) + 1)
+        L(f"byte kn[{ncl}]; bit kg[{ncl}]; byte kx[{ncl}];", None)
+        if self.named:
+            L(f"int nn[{len(self.named)}]; bit ng[{len(self.named)}];", None)
+        if self.flag_ids:
+            L(f"int fv[{len(self.flag_ids)}];", None)
+        for s in range(len(self.tma_slots)):
+            L(f"bit tq{s};", None)
+        for r in sorted(self.tracked_ids):
+            names = [f"a_{r}"] + self.holders(r)
+            if r in self.async_read_regions:
+                names.append(f"u_{r}")
+            L("int " + ", ".join(names) + ";", None)
+        L("byte cfg;", None)
+        proc_names = {}
+        for pi, p in enumerate(k.processes):
+            pname = f"P{pi}"
+            proc_names[pname] = p.role
+            L(f"proctype {pname}() {{", None)
+            locals_ = ["byte sg = 0", "bit cg = 0"]
+            locals_ += [f"int t_{r}" for r in sorted(self.tracked_ids)]
+            L("  " + "; ".join(locals_) + ";", None)
+            # The whole body is one atomic sequence: it loses atomicity only at a blocking wait, so
+            # each warp runs from one wait to the next without interleaving (a Lipton reduction:
+            # waits are right movers, arrives left movers, and races are found from
+            # happens-before, not from timing). See docs/policies.md.
+            L("  atomic {", None)
+            variants = p.variants
+            distinct = []
+            for v in variants:
+                if not any(v is d or _same_ops(v, d) for d in distinct):
+                    distinct.append(v)
+            if len(distinct) == 1:
+                self.lower_seq(pi, distinct[0], "  ")
+            else:
+                L("  if", None)
+                for ci, v in enumerate(variants):
+                    L(f"  :: (cfg == {ci}) ->", None)
+                    if not v:
+                        L("     skip", None)
+                    self.lower_seq(pi, v, "     ")
+                L("  fi;", None)
+            L("  " + self.dstep(self.exit_stmts(pi)), LineInfo(None, p.role, "exits", "exit"))
+            L("  }", None)
+            L("}", None)
+        if self.tma_slots:
+            L("proctype Tma() {", None)
+            L("end_tma: do", None)
+            for (pi, b, r, tx), s in self.tma_slots.items():
+                stmts = [f"tq{s} == 1", f"tq{s} = 0", f"mb_t[{b}] = mb_t[{b}] - {tx}"]
+                if r in self.tracked_ids:
+                    tg = self.tma_group[pi]
+                    stmts.append(f"br{b}_{r} = br{b}_{r} | {self.W(tg)}")
+                stmts.append(self.complete_phase(b))
+                self.emit("  :: " + self.dstep(stmts),
+                          LineInfo(None, "TMA unit", f"completes a TMA load on {k.barriers[b].name}", "tma_complete", b, r))
+            L("  od", None)
+            L("}", None)
+        L("init {", None)
+        L("  atomic {", None)
+        n = len(k.configs)
+        if n > 1:
+            L("    if", None)
+            for ci in range(n):
+                L(f"    :: cfg = {ci}", None)
+            L("    fi;", None)
+        for pi in range(len(k.processes)):
+            L(f"    run P{pi}();", None)
+        if self.tma_slots:
+            L("    run Tma();", None)
+        L("  }", None)
+        L("}", None)
+        text_lines = [t for t, _ in self.lines]
+        table = {i + 1: info for i, (_, info) in enumerate(self.lines) if info is not None}
+        return PromelaModel("\n".join(text_lines) + "\n", table, proc_names, self.groups, self.tracked,
+                            {b.index: b.name for b in k.barriers}, {f.index: f.name for f in k.flags},
+                            self.narrow_sites, self.notes)
+
+
+def _dedupe_accesses(ops: list) -> list:
+    """Drop an access identical to the one just before it (same region, kind and lanes): in the
+    visibility encoding the second is a no-op."""
+    out = []
+    for op in ops:
+        if (isinstance(op, ir.Access) and out and isinstance(out[-1], ir.Access)
+                and (op.region.index, op.write, op.lanes) == (out[-1].region.index, out[-1].write, out[-1].lanes)):
+            continue
+        out.append(op)
+    return out
+
+
+def _same_ops(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(_op_key(x) == _op_key(y) for x, y in zip(a, b))
+
+
+def _op_key(op):
+    if isinstance(op, ir.Choice):
+        return ("choice", op.span, tuple(tuple(_op_key(o) for o in alt) for alt in op.alternatives))
+    d = dict(vars(op))
+    return (type(op).__name__,) + tuple(sorted((k, repr(v)) for k, v in d.items()))
+
+
+def lower(k: ir.KernelModel) -> PromelaModel:
+    return Lowering(k).build()
