@@ -1,6 +1,341 @@
-"""Quick fixes: libcst-located edits, each re-verified through the same pipeline."""
+"""Quick fixes: edits located with libcst, each re-verified through the same pipeline.
+
+Each proposer looks at a finding, the kernel's IR and the source, and returns candidate `Fix`es
+(edits only). `attach_fixes` applies each candidate to the text, re-checks the kernel and marks
+the fix verified when the patched kernel has no finding left and its verdict is no worse.
+"""
 from __future__ import annotations
 
+from typing import Optional
 
-def attach_fixes(kr, text, settings, token=None):
+import libcst as cst
+
+from .. import ir
+from ..findings import Edit, Finding, Fix
+from . import source as S
+
+
+def attach_fixes(kr, text: str, settings, token=None) -> None:
+    """Propose fixes for every finding of a kernel result and re-verify each one."""
+    from .. import api
+
+    try:
+        src = S.Source(text)
+    except cst.ParserSyntaxError:
+        return
+    for f in kr.findings:
+        candidates = propose(f, kr, src)
+        seen = set()
+        for fix in candidates:
+            patched = S.apply_edits(text, fix.edits)
+            if patched in seen or patched == text:
+                continue
+            seen.add(patched)
+            fix.verified = _recheck(api, patched, kr, settings, token)
+            f.fixes.append(fix)
+        verified = [x for x in f.fixes if x.verified]
+        if len(verified) >= 1:
+            verified[0].preferred = True
+        f.fixes.sort(key=lambda x: not x.verified)
+
+
+def _recheck(api, patched: str, kr, settings, token) -> bool:
+    try:
+        results = list(api.iter_check(patched, kr.path, settings, token, only=kr.qualname))
+    except Exception as e:  # noqa: BLE001 - a fix that breaks the front end is simply not verified
+        if type(e).__name__ == "Cancelled":
+            raise
+        return False
+    if len(results) != 1:
+        return False
+    new = results[0]
+    if new.findings:
+        return False
+    if new.verdict == "verified":
+        return True
+    # No worse: an inconclusive kernel may stay inconclusive for the same unmodeled reasons.
+    return kr.verdict == "inconclusive" and new.verdict == "inconclusive"
+
+
+def propose(f: Finding, kr, src: "S.Source") -> list:
+    k: ir.KernelModel = kr.model
+    out = []
+    for proposer in PROPOSERS.get(f.kind, ()):
+        try:
+            out += proposer(f, k, src)
+        except (KeyError, ValueError, IndexError, AttributeError):
+            continue
+    return out
+
+
+# ------------------------------------------------------------------------------------------ race
+
+
+def _elected_arrives_after_lane_writes(k: ir.KernelModel, region_name: Optional[str]):
+    """Arrives made by one elected lane of a warp whose other lanes wrote a buffer before it."""
+    hits = []
+    for p in k.processes:
+        multi = len(p.lane_classes) > 1
+        if not multi:
+            continue
+        for ops in p.variants:
+            wrote_other = set()
+            for op in ops:
+                if isinstance(op, ir.Access) and op.write:
+                    wrote_other |= {ci for ci in range(len(p.lane_classes)) if op.lanes >> ci & 1}
+                if isinstance(op, ir.SyncWarp):
+                    wrote_other = set()
+                if isinstance(op, ir.MbArrive) and op.release and bin(op.lanes).count("1") == 1:
+                    ci = op.lanes.bit_length() - 1
+                    if wrote_other - {ci}:
+                        hits.append((p, op))
+    return hits
+
+
+def fix_sync_warp(f: Finding, k, src) -> list:
+    fixes = []
+    done = set()
+    for p, op in _elected_arrives_after_lane_writes(k, None):
+        stmt = src.enclosing_elect_or_statement(op.span)
+        if stmt is None or stmt in done:
+            continue
+        done.add(stmt)
+        line = src.line_of(stmt)
+        edit = S.insert_before(src, line, "cute.arch.sync_warp()")
+        fixes.append(Fix("Add cute.arch.sync_warp() before the elected arrive", [S.edit(f.path, edit)]))
+    return fixes
+
+
+def fix_all_lanes_arrive(f: Finding, k, src) -> list:
+    fixes = []
+    for p, op in _elected_arrives_after_lane_writes(k, None):
+        with_stmt = src.enclosing_elect(op.span)
+        init = _init_of(k, op.bar)
+        if with_stmt is None or init is None:
+            continue
+        lanes = sum(c.size for c in p.lane_classes)
+        body = src.with_body_dedented(with_stmt)
+        if body is None:
+            continue
+        call = src.call_at(init.span)
+        if call is None or len(call.args) < 2:
+            continue
+        count_arg = call.args[1].value
+        new_count = _times(src.code(count_arg), lanes)
+        edits = [S.edit(f.path, S.replace_node(src, with_stmt, body)),
+                 S.edit(f.path, S.replace_node(src, count_arg, new_count))]
+        fixes.append(Fix(f"Make all {lanes} lanes arrive (init count x {lanes}, drop the elect_one guard)", edits))
+        break
+    return fixes
+
+
+def _times(expr: str, n: int) -> str:
+    try:
+        return str(int(expr, 0) * n)
+    except ValueError:
+        return f"({expr}) * {n}"
+
+
+def _init_of(k: ir.KernelModel, bar: ir.Barrier):
+    for p in k.processes:
+        for ops in p.variants:
+            for op in _walk(ops):
+                if isinstance(op, ir.MbInit) and op.bar.index == bar.index:
+                    return op
     return None
+
+
+def _walk(ops):
+    for op in ops:
+        yield op
+        if isinstance(op, ir.Choice):
+            for alt in op.alternatives:
+                yield from _walk(alt)
+
+
+# ------------------------------------------------------------------------------------------ scope
+
+
+def fix_raise_scope(f: Finding, k, src) -> list:
+    call = src.call_at(f.span)
+    if call is None:
+        return []
+    needed = "cluster" if "remote arrive" in f.message else _needed_scope(f.message)
+    fixes = []
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "scope":
+            val = arg.value
+            if isinstance(val, cst.SimpleString):
+                new = f'"{needed}"'
+            elif isinstance(val, cst.Attribute):
+                new = src.code(val.value) + "." + needed.upper()
+            else:
+                return []
+            fixes.append(Fix(f"Raise the scope to {needed}", [S.edit(f.path, S.replace_node(src, val, new))]))
+            return fixes
+    # No scope argument: the default is CTA scope.
+    prefix = src.alias_for("cutlass._mlir.dialects.nvvm")
+    edits = []
+    if prefix is None:
+        prefix = "nvvm"
+        edits.append(S.edit(f.path, S.insert_import(src, "from cutlass._mlir.dialects import nvvm")))
+    value = f"{prefix}.MemScopeKind.{needed.upper()}"
+    edits.append(S.edit(f.path, S.add_keyword(src, call, "scope", value)))
+    return [Fix(f"Raise the scope to {needed}", edits)]
+
+
+def _needed_scope(message: str) -> str:
+    for s in ("sys", "gpu", "cluster"):
+        if f"needs {s}" in message:
+            return s
+    return "gpu"
+
+
+# ------------------------------------------------------------------------------------------ fence
+
+
+def fix_proxy_fence(f: Finding, k, src) -> list:
+    target_line = None
+    for p in k.processes:
+        for ops in p.variants:
+            last_barrier = None
+            for op in ops:
+                if isinstance(op, ir.NamedBarrier):
+                    last_barrier = op
+                if isinstance(op, ir.TmaStore) and op.span == f.span:
+                    target_line = (last_barrier or op).span.line
+                    break
+            if target_line:
+                break
+        if target_line:
+            break
+    if target_line is None:
+        target_line = f.span.line
+    stmt = src.statement_at_line(target_line)
+    line = src.line_of(stmt) if stmt is not None else target_line
+    edit = S.insert_before(src, line, "cute.arch.fence_view_async_shared()")
+    return [Fix("Add cute.arch.fence_view_async_shared() after the shared-memory writes, before the handoff",
+                [S.edit(f.path, edit)])]
+
+
+# ------------------------------------------------------------------------------------------ deadlock
+
+
+def fix_expected_count(f: Finding, k, src) -> list:
+    bar_idx = f.data.get("barrier")
+    pending = f.data.get("pending")
+    if bar_idx is None or not pending:
+        return []
+    init = _init_of(k, k.barriers[bar_idx])
+    if init is None or init.count - pending <= 0:
+        return []
+    call = src.call_at(init.span)
+    if call is None or len(call.args) < 2:
+        return []
+    new = str(init.count - pending)
+    return [Fix(f"Set the expected arrival count of {k.barriers[bar_idx].name.split(' (')[0]} to {new}",
+                [S.edit(f.path, S.replace_node(src, call.args[1].value, new))])]
+
+
+def fix_other_parity(f: Finding, k, src) -> list:
+    out = []
+    for b in f.data.get("blocked", [])[:2]:
+        if b.get("op") != "wait":
+            continue
+        call = src.call_at_line(b["line"], "mbarrier_wait")
+        if call is None or len(call.args) < 2:
+            continue
+        parity = call.args[1].value
+        text = src.code(parity)
+        new = {"0": "1", "1": "0"}.get(text, f"1 - {text}" if isinstance(parity, cst.Name) else f"1 - ({text})")
+        out.append(Fix("Wait on the other parity", [S.edit(f.path, S.replace_node(src, parity, new))]))
+    return out
+
+
+def fix_flip_phase_at_wrap(f: Finding, k, src) -> list:
+    """A ring whose stage index wraps but whose phase variable is not flipped at the wrap."""
+    out = []
+    for wait_call, phase_name, wrap_if in src.unflipped_wraps():
+        edit = S.insert_into_block_end(src, wrap_if, f"{phase_name} ^= 1")
+        out.append(Fix(f"Flip `{phase_name}` when the stage index wraps", [S.edit(f.path, edit)]))
+    return out
+
+
+def fix_named_barrier_count(f: Finding, k, src) -> list:
+    blocked = f.data.get("blocked", [])
+    if not blocked or blocked[0].get("op") not in ("named_wait", "named_arrive"):
+        return []
+    line = blocked[0]["line"]
+    ids = set()
+    for p in k.processes:
+        for ops in p.variants:
+            for op in _walk(ops):
+                if isinstance(op, ir.NamedBarrier) and op.span.line == line:
+                    ids.add((p.cta, op.barrier_id, op.threads))
+    if len(ids) != 1:
+        return []
+    cta, bid, threads = ids.pop()
+    if threads is None:
+        return []
+    warps = {p.warp for p in k.processes if p.cta == cta for ops in p.variants for op in _walk(ops)
+             if isinstance(op, ir.NamedBarrier) and op.barrier_id == bid}
+    new = 32 * len(warps)
+    fn = src.function_at_line(k.line)
+    node = src.find_int_argument(threads, ("num_threads", "number_of_threads"), within=fn)
+    if node is None or new == threads:
+        return []
+    return [Fix(f"Set the named barrier's thread count to {new} ({len(warps)} participating warps)",
+                [S.edit(f.path, S.replace_node(src, node, str(new)))])]
+
+
+def fix_arrival_count_mismatch(f: Finding, k, src) -> list:
+    """An init count that differs from the arrivals every phase receives (counted over the
+    longest trip-count configuration: total arrivals / uses, where every arriving role arrives
+    once per use)."""
+    out = []
+    for bar in k.barriers:
+        init = _init_of(k, bar)
+        if init is None:
+            continue
+        totals, uses = 0, set()
+        for p in k.processes:
+            ops = [op for op in p.variants[-1] if isinstance(op, ir.MbArrive) and op.bar.index == bar.index]
+            if ops:
+                totals += sum(op.count for op in ops)
+                uses.add(len(ops))
+        if len(uses) != 1:
+            continue
+        n = uses.pop()
+        if totals % n or totals // n == init.count:
+            continue
+        per_phase = totals // n
+        call = src.call_at(init.span)
+        if call is None or len(call.args) < 2:
+            continue
+        name = bar.name.split(" (")[0]
+        out.append(Fix(f"Set the expected arrival count of {name} to {per_phase} (the arrivals each phase receives)",
+                       [S.edit(f.path, S.replace_node(src, call.args[1].value, str(per_phase)))]))
+    return out
+
+
+# ------------------------------------------------------------------------------------------ exit
+
+
+def fix_trailing_cluster_barrier(f: Finding, k, src) -> list:
+    fn = src.function_at_line(k.line)
+    if fn is None:
+        return []
+    edit = S.append_to_function(src, fn, ["cute.arch.cluster_arrive()", "cute.arch.cluster_wait()"])
+    return [Fix("Add a trailing cluster barrier so no CTA exits while its peer still uses its shared memory",
+                [S.edit(f.path, edit)])]
+
+
+PROPOSERS = {
+    "race": (fix_sync_warp, fix_all_lanes_arrive, fix_flip_phase_at_wrap, fix_arrival_count_mismatch),
+    "scope": (fix_raise_scope,),
+    "fence": (fix_proxy_fence,),
+    "deadlock": (fix_named_barrier_count, fix_arrival_count_mismatch, fix_expected_count, fix_flip_phase_at_wrap,
+                 fix_other_parity),
+    "overrun": (fix_arrival_count_mismatch, fix_expected_count),
+    "exit": (fix_trailing_cluster_barrier,),
+}
