@@ -185,7 +185,7 @@ def findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> li
                 "region": info.region if info else None}
         region_name = next((r.name for r in pm.tracked if info and r.index == info.region), "the buffer")
         if kind == "race" and sub == "race":
-            narrow = _narrow_for(pm, k)
+            narrow = _narrow_for(pm, res)
             if narrow is not None:
                 nspan, nwhy = narrow
                 msg = (f"stale read through a too-narrow scope: {role} {what}, but {nwhy}; the reader may see "
@@ -266,8 +266,16 @@ def _int(v):
         return None
 
 
-def _narrow_for(pm: PromelaModel, k: ir.KernelModel):
-    return pm.narrow_sites[0] if pm.narrow_sites else None
+def _narrow_for(pm: PromelaModel, res: RunResult):
+    """The too-narrow release/acquire that the failing run went through most recently."""
+    if not pm.narrow_sites:
+        return None
+    by_site = {(span, f"P{pi}"): (span, why) for span, pi, why in pm.narrow_sites}
+    for step, info in reversed(_group_steps(res, pm)):
+        if (info.span, step.proc) in by_site:
+            return by_site[(info.span, step.proc)]
+    span, _, why = pm.narrow_sites[0]
+    return span, why
 
 
 def static_findings(k: ir.KernelModel) -> list:

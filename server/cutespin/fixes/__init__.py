@@ -156,9 +156,18 @@ def _walk(ops):
 # ------------------------------------------------------------------------------------------ scope
 
 
+def fix_acquire_fence_after_wait(f: Finding, k, src) -> list:
+    call = src.call_at(f.span)
+    if call is None or not src.code(call.func).endswith(("mbarrier_wait", "mbarrier_try_wait")):
+        return []
+    stmt = src.enclosing_statement(call)
+    edit = S.insert_after(src, stmt, "cute.arch.fence_acq_rel_cluster()")
+    return [Fix("Add cute.arch.fence_acq_rel_cluster() after the wait (cluster-scope acquire)", [S.edit(f.path, edit)])]
+
+
 def fix_raise_scope(f: Finding, k, src) -> list:
     call = src.call_at(f.span)
-    if call is None:
+    if call is None or not src.code(call.func).endswith(("arrive", "red", "store", "load", "atomic_add", "atomic_exch")):
         return []
     needed = "cluster" if "remote arrive" in f.message else _needed_scope(f.message)
     fixes = []
@@ -332,7 +341,7 @@ def fix_trailing_cluster_barrier(f: Finding, k, src) -> list:
 
 PROPOSERS = {
     "race": (fix_sync_warp, fix_all_lanes_arrive, fix_flip_phase_at_wrap, fix_arrival_count_mismatch),
-    "scope": (fix_raise_scope,),
+    "scope": (fix_raise_scope, fix_acquire_fence_after_wait),
     "fence": (fix_proxy_fence,),
     "deadlock": (fix_named_barrier_count, fix_arrival_count_mismatch, fix_expected_count, fix_flip_phase_at_wrap,
                  fix_other_parity),

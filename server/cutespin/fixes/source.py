@@ -209,6 +209,12 @@ def insert_before(src: Source, line: int, statement: str):
     return Span(line, 1, line, 1), f"{indent}{statement}\n"
 
 
+def insert_after(src: Source, stmt, statement: str):
+    line = src.pos[stmt].end.line + 1
+    indent = src.indent_of(src.pos[stmt].start.line)
+    return Span(line, 1, line, 1), f"{indent}{statement}\n"
+
+
 def replace_node(src: Source, node, new_text: str):
     return src.span_of(node), new_text
 

@@ -1248,9 +1248,10 @@ def h_fence_proxy(it, args, kwargs, node):
 def _h_fence_acq_rel(scope):
     def h(it, args, kwargs, node):
         it.pending_fence_scope = scope
+        it.emit(RawFence(it.span(node), "acq_rel", scope, it.mask))
         if it.last_relaxed_flag is not None:
             # A relaxed spin followed by a fence: the fence makes it an acquire.
-            it.emit(RawFlagWait(it.span(node), Gmem(it.last_relaxed_flag.name), ">=", 0, "acquire", scope, it.mask))
+            it.emit(RawFlagWait(it.span(node), it.last_relaxed_flag, ">=", 0, "acquire", scope, it.mask))
             it.last_relaxed_flag = None
     return h
 

@@ -52,7 +52,7 @@ class PromelaModel:
     tracked: list  # list[ir.Region]
     bar_names: dict  # barrier index -> name
     flag_names: dict
-    narrow_sites: list = field(default_factory=list)  # (span, what) scope-too-narrow sites
+    narrow_sites: list = field(default_factory=list)  # (span, process index, why) scope-too-narrow sites
     notes: list = field(default_factory=list)
 
 
@@ -78,6 +78,7 @@ class Lowering:
         self.bulk_group: dict = {}
         self.narrow_sites: list = []
         self.notes: list = []
+        self.pending_acquire: dict = {}
         self._plan()
 
     # ------------------------------------------------------------------ planning
@@ -167,6 +168,8 @@ class Lowering:
                         self.flag_readers.setdefault(op.flag.index, set()).add(p.cta)
                     elif isinstance(op, ir.FlagUpdate):
                         self.flag_writers.setdefault(op.flag.index, set()).add(p.cta)
+        self.remote_arrived = {op.bar.index for p in k.processes for v in p.variants for op in _walk(v)
+                               if isinstance(op, ir.MbArrive) and op.bar.cta != p.cta}
         # TMA slots: (proc, bar, region, tx) in flight counters.
         self.tma_slots = {}
         for pi, p in enumerate(k.processes):
@@ -295,7 +298,7 @@ class Lowering:
             stmts.append(f"mb_p[{b}] = mb_p[{b}] - {op.count}")
             publishes = op.release and not (op.remote and op.scope == "cta" and op.bar.cta != p.cta)
             if op.release and not publishes:
-                self.narrow_sites.append((op.span, f"remote arrive on {op.bar.name} at CTA scope does not "
+                self.narrow_sites.append((op.span, pi, f"remote arrive on {op.bar.name} at CTA scope does not "
                                                    f"release this CTA's writes to the peer"))
             if publishes:
                 stmts += self.release_into(f"br{b}", pi, op.lanes, reads_from_whole_warp=not k.strict)
@@ -310,7 +313,14 @@ class Lowering:
         elif isinstance(op, ir.MbWait):
             b = op.bar.index
             stmts = [f"(mb_ph[{b}] % 2 != {op.parity})", f"assert(mb_in[{b}])"]
-            stmts += self.acquire_from(f"bd{b}", pi, op.lanes)
+            if k.strict and b in self.remote_arrived:
+                # Strict: the wait's default acquire is CTA-scoped; data a peer CTA published needs a
+                # cluster-scope acquire (a fence_acq_rel_cluster() after the wait grants it).
+                self.pending_acquire[pi] = (b, op)
+                self.narrow_sites.append((op.span, pi, f"mbarrier_wait on {op.bar.name} acquires at CTA scope only "
+                                                   f"(strict mode) but a peer CTA arrives on it"))
+            else:
+                stmts += self.acquire_from(f"bd{b}", pi, op.lanes)
             self.emit(indent + self.dstep(stmts), info(f"waits on {op.bar.name}, parity {op.parity}", "wait", b))
         elif isinstance(op, ir.TmaLoad):
             b = op.bar.index
@@ -381,14 +391,19 @@ class Lowering:
                                                        region=r))
         elif isinstance(op, ir.Fence):
             stmts = []
+            pending = self.pending_acquire.pop(pi, None)
+            if op.kind == "acq_rel" and pending is not None and ir.scope_rank(op.scope) >= ir.scope_rank("cluster"):
+                b, wait = pending
+                stmts += self.acquire_from(f"bd{b}", pi, wait.lanes)
+                self.narrow_sites = [s for s in self.narrow_sites if (s[0], s[1]) != (wait.span, pi)]
             if op.kind == "proxy_async_shared":
                 for r in self.tracked_ids & self.async_read_regions:
                     for g in self.lane_groups(pi, op.lanes or 1):
                         stmts.append(f"u_{r} = u_{r} & ~({self.cov(g, r)} & {self._write_mask()})")
             self.emit(indent + (self.dstep(stmts) if stmts else "skip"),
                       info({"proxy_async_shared": "fences generic writes for the async proxy",
-                            "proxy_async_global": "fences global writes for the async proxy"}.get(op.kind, "fence"),
-                           "fence"))
+                            "proxy_async_global": "fences global writes for the async proxy",
+                            "acq_rel": f"fences (acq_rel, {op.scope} scope)"}.get(op.kind, "fence"), "fence"))
         elif isinstance(op, ir.NamedBarrier):
             i = self.named.index((p.cta, op.barrier_id))
             total = f"{self.warps_per_cta[p.cta] * 32} - 32 * ex[{p.cta}]" if op.threads is None else str(op.threads)
@@ -434,7 +449,7 @@ class Lowering:
                 if ir.scope_rank(op.release_scope) >= need:
                     stmts += self.release_into(f"fr{f}", pi, op.lanes, False)
                 else:
-                    self.narrow_sites.append((op.span, f"release at {op.release_scope} scope does not reach the "
+                    self.narrow_sites.append((op.span, pi, f"release at {op.release_scope} scope does not reach the "
                                                        f"reading CTA (needs {ir.SCOPES[need]})"))
             self.emit(indent + self.dstep(stmts), info(f"updates flag {op.flag.name}", "flag_update"))
         elif isinstance(op, ir.FlagWait):
@@ -446,7 +461,7 @@ class Lowering:
                 if ir.scope_rank(op.acquire_scope) >= need:
                     stmts += self.acquire_from(f"fr{f}", pi, op.lanes)
                 else:
-                    self.narrow_sites.append((op.span, f"acquire at {op.acquire_scope} scope does not reach the "
+                    self.narrow_sites.append((op.span, pi, f"acquire at {op.acquire_scope} scope does not reach the "
                                                        f"writing CTA (needs {ir.SCOPES[need]})"))
             self.emit(indent + self.dstep(stmts), info(f"waits until flag {op.flag.name} {op.cmp} {op.value}", "flag_wait"))
         elif isinstance(op, ir.Choice):
