@@ -1,0 +1,280 @@
+"""The front end turns DSL calls into IR ops per (CTA, warp), with lanes and loops resolved."""
+from cutespin import ir
+from cutespin.config import Settings
+from cutespin.frontend import build_models
+
+from ..kernels import kernel_source, line_of
+
+INIT_BAR = """\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, num_elems=4)
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp_idx == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(bar, 1)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+"""
+
+
+def model(src: str, **settings):
+    ms = build_models(src, "k.py", Settings(**settings))
+    assert len(ms) == 1
+    return ms[0]
+
+
+def ops(m, warp, cta=0, variant=-1):
+    for p in m.processes:
+        if p.warp == warp and p.cta == cta:
+            return p.variants[variant]
+    return []
+
+
+def kinds(ops_):
+    return [type(o).__name__ for o in ops_]
+
+
+def test_warp_dispatch_forms():
+    src = kernel_source(INIT_BAR + """\
+if warp_idx == 0:
+    cute.arch.mbarrier_arrive(bar + 1)
+elif warp_idx in (1, 2):
+    cute.arch.mbarrier_arrive(bar + 2)
+elif warp_idx < 4 or warp_idx == 7:
+    cute.arch.mbarrier_arrive(bar + 3)
+""", threads=256)
+    m = model(src)
+    arrive_bar = {p.warp: [o.bar.name for o in p.variants[0] if isinstance(o, ir.MbArrive)] for p in m.processes}
+    assert arrive_bar[0] == ["bar[1] (CTA 0)"]
+    assert arrive_bar[1] == arrive_bar[2] == ["bar[2] (CTA 0)"]
+    assert arrive_bar[3] == arrive_bar[7] == ["bar[3] (CTA 0)"]
+    assert arrive_bar[5] == []
+
+
+def test_self_attribute_role_ids_and_tuples():
+    src = kernel_source(INIT_BAR + """\
+if warp_idx == self.producer_warp:
+    cute.arch.mbarrier_arrive(bar)
+if warp_idx in self.consumer_warps:
+    cute.arch.mbarrier_wait(bar, 0)
+""", threads=128, init="self.producer_warp = 3\nself.consumer_warps = (0, 1)\n")
+    m = model(src)
+    assert any(isinstance(o, ir.MbArrive) for o in ops(m, 3))
+    assert [type(o).__name__ for o in ops(m, 1) if isinstance(o, ir.MbWait)] == ["MbWait"]
+    assert not any(isinstance(o, ir.MbWait) for o in ops(m, 2))
+
+
+def test_lane_predicates_split_lane_classes_and_count_arrivals():
+    src = kernel_source(INIT_BAR + """\
+lane = cute.arch.lane_idx()
+if warp_idx == 1:
+    if lane < 4:
+        cute.arch.mbarrier_arrive(bar)
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_arrive(bar + 1, arrive_count=2)
+""")
+    m = model(src)
+    p = next(p for p in m.processes if p.warp == 1)
+    arrives = [o for o in p.variants[0] if isinstance(o, ir.MbArrive)]
+    assert arrives[0].count == 4  # four lanes arrive once each
+    assert arrives[1].count == 2  # the elected lane arrives with count 2
+    sizes = sorted(c.size for c in p.lane_classes)
+    assert sizes == [1, 3, 28]
+    assert any(c.elected for c in p.lane_classes)
+
+
+def test_thread_idx_predicate_selects_one_lane_of_one_warp():
+    src = kernel_source(INIT_BAR + """\
+tidx, _, _ = cute.arch.thread_idx()
+if tidx == 32:
+    cute.arch.mbarrier_arrive(bar)
+""")
+    m = model(src)
+    assert not any(isinstance(o, ir.MbArrive) for o in ops(m, 0))
+    a = [o for o in ops(m, 1) if isinstance(o, ir.MbArrive)]
+    assert len(a) == 1 and a[0].count == 1
+
+
+def test_mbarrier_primitives_and_pointer_arithmetic():
+    src = kernel_source(INIT_BAR + """\
+if warp_idx == 0:
+    s = 2
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_arrive_and_expect_tx(bar + s, 128)
+    cute.arch.mbarrier_expect_tx(bar + 3, 64)
+    while not cute.arch.mbarrier_try_wait(bar + s, 1):
+        pass
+""")
+    m = model(src)
+    o = ops(m, 0)
+    aet = next(x for x in o if isinstance(x, ir.MbArrive))
+    assert aet.bar.name.startswith("bar[2]") and aet.tx == 128 and aet.count == 1
+    et = next(x for x in o if isinstance(x, ir.MbExpectTx))
+    assert et.bar.name.startswith("bar[3]") and et.tx == 64
+    w = next(x for x in o if isinstance(x, ir.MbWait))
+    assert w.bar.name.startswith("bar[2]") and w.parity == 1
+
+
+def test_parity_bookkeeping_through_unrolled_ring():
+    src = kernel_source(INIT_BAR + """\
+if warp_idx == 1:
+    stage = 0
+    phase = 0
+    for k in cutlass.range(n):
+        cute.arch.mbarrier_wait(bar + stage, phase)
+        stage = stage + 1
+        if stage == self.stages:
+            stage = 0
+            phase ^= 1
+""", init="self.stages = 2\n")
+    src = src.replace("def kernel(self, mA: cute.Tensor):", "def kernel(self, mA: cute.Tensor, n: cutlass.Int32):")
+    m = model(src)
+    assert m.bounds["loop"] == 5  # 2 x stages + 1
+    assert len(m.configs) == 5
+    waits = [(w.bar.name.split(" ")[0], w.parity) for w in ops(m, 1) if isinstance(w, ir.MbWait)]
+    assert waits == [("bar", 0), ("bar[1]", 0), ("bar", 1), ("bar[1]", 1), ("bar", 0)]
+    assert any("takes every trip count" in a for a in m.assumptions)
+
+
+def test_struct_storage_barriers_and_named_barriers():
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+storage = smem.allocate(self.shared_storage)
+full = storage.full_mbar.data_ptr()
+warp_idx = cute.arch.warp_idx()
+if warp_idx == 0:
+    cute.arch.mbarrier_init(full + 1, 32)
+cute.arch.barrier(barrier_id=2, number_of_threads=64)
+cute.arch.barrier_arrive(barrier_id=3, number_of_threads=64)
+nb = pipeline.NamedBarrier(barrier_id=4, num_threads=64)
+nb.arrive_and_wait()
+""")
+    m = model(src)
+    o = ops(m, 0)
+    init = next(x for x in o if isinstance(x, ir.MbInit))
+    assert init.bar.name.startswith("full_mbar[1]") and init.count == 32
+    nbs = [(x.barrier_id, x.threads, x.wait) for x in o if isinstance(x, ir.NamedBarrier)]
+    assert nbs == [(2, 64, True), (3, 64, False), (4, 64, True)]
+
+
+def test_tma_copy_bytes_from_layout_and_tma_store():
+    src = kernel_source(INIT_BAR + """\
+sA = smem.allocate_tensor(cutlass.Float16, cute.make_layout((64, 32, self.stages)), byte_alignment=128)
+if warp_idx == 0:
+    cute.copy(tma_atom, mA, sA[None, None, 1], tma_bar_ptr=bar + 1)
+    cute.copy(tma_atom, sA[None, None, 0], mA)
+    cute.arch.cp_async_bulk_commit_group()
+    cute.arch.cp_async_bulk_wait_group(0, read=True)
+""", init="self.stages = 2\n")
+    src = src.replace("def kernel(self, mA: cute.Tensor):", "def kernel(self, mA: cute.Tensor, tma_atom: cute.CopyAtom):")
+    m = model(src)
+    o = ops(m, 0)
+    load = next(x for x in o if isinstance(x, ir.TmaLoad))
+    assert load.tx == 64 * 32 * 2 and load.region.name.startswith("sA[stage 1]")
+    store = next(x for x in o if isinstance(x, ir.TmaStore))
+    assert store.region.name.startswith("sA[stage 0]")
+    assert any(isinstance(x, ir.BulkWait) and x.read_only for x in o)
+
+
+def test_cluster_remote_arrive_and_dsmem_store():
+    src = kernel_source(INIT_BAR + """\
+rank = cute.arch.block_idx_in_cluster()
+peer = 1 - rank
+buf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(32))
+cute.arch.cluster_arrive_relaxed()
+cute.arch.cluster_wait()
+if warp_idx == 0:
+    remote = cute.arch.map_dsmem_ptr(buf.iterator, peer)
+    remote.store(1.0)
+    cute.arch.mbarrier_arrive(bar, peer_cta_rank_in_cluster=peer, scope="cluster")
+""", cluster="(2, 1, 1)")
+    m = model(src)
+    assert m.ctas == 2 and m.cluster_size == 2
+    o = ops(m, 0, cta=0)
+    st = next(x for x in o if isinstance(x, ir.Access))
+    assert st.write and st.region.cta == 1
+    arr = next(x for x in o if isinstance(x, ir.MbArrive))
+    assert arr.remote and arr.bar.cta == 1 and arr.scope == "cluster"
+    assert any(isinstance(x, ir.ClusterArrive) and x.relaxed for x in o)
+
+
+def test_gmem_flags_with_scopes_and_fence_release():
+    src = kernel_source("""\
+flag = mFlag.iterator
+bidx, _, _ = cute.arch.block_idx()
+if bidx == 0:
+    cute.arch.fence_acq_rel_gpu()
+    cute.arch.atomic_add(flag, 1, sem="relaxed", scope="gpu")
+else:
+    while cute.arch.load(flag, cutlass.Int32, sem="acquire", scope="gpu") < 1:
+        pass
+""", pins="grid=2")
+    src = src.replace("def kernel(self, mA: cute.Tensor):", "def kernel(self, mA: cute.Tensor, mFlag: cute.Tensor):")
+    m = model(src)
+    assert m.ctas == 2
+    up = next(x for x in ops(m, 0, cta=0) if isinstance(x, ir.FlagUpdate))
+    assert up.release_scope == "gpu" and up.value == 1 and up.arrivals == 32
+    wait = next(x for x in ops(m, 0, cta=1) if isinstance(x, ir.FlagWait))
+    assert (wait.cmp, wait.value, wait.acquire_scope) == (">=", 1, "gpu")
+    assert any("co-resident" in a for a in m.assumptions)
+
+
+def test_constexpr_loops_unroll_and_const_expr_folds():
+    src = kernel_source(INIT_BAR + """\
+if cutlass.const_expr(self.use_two):
+    for i in cutlass.range_constexpr(3):
+        cute.arch.mbarrier_arrive(bar + i)
+else:
+    cute.arch.mbarrier_arrive(bar)
+""", init="self.use_two = True\n")
+    m = model(src)
+    assert len([x for x in ops(m, 0) if isinstance(x, ir.MbArrive)]) == 3
+    assert m.configs == [ir.TripConfig({})]
+
+
+def test_unmodeled_constructs_are_reported_with_line():
+    src = kernel_source(INIT_BAR + """\
+p = pipeline.PipelineTmaAsync.create(num_stages=2, producer_group=None, consumer_group=None, tx_count=8)
+cute.arch.mbarrier_wait(bar, runtime_phase)
+""")
+    m = model(src)
+    constructs = {u.construct: u.line for u in m.unmodeled}
+    assert constructs["pipeline.create"] == line_of(src, "PipelineTmaAsync.create")
+    assert any(u.construct == "mbarrier wait" for u in m.unmodeled)
+
+
+def test_config_comment_pins_values():
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, num_elems=4)
+if cute.arch.warp_idx() == 0:
+    cute.arch.mbarrier_init(bar, self.count)
+""", pins="stages=3 block=96 count=5", init="self.count = None\n")
+    m = model(src)
+    assert m.warps == 3
+    assert m.bounds["stages"] == 3
+    init = next(x for x in ops(m, 0) if isinstance(x, ir.MbInit))
+    assert init.count == 5
+    assert any("pinned" in a for a in m.assumptions)
+
+
+def test_pyproject_pins_apply_per_kernel():
+    src = kernel_source("""\
+bar = cutlass.utils.SmemAllocator().allocate_array(cutlass.Int64, num_elems=1)
+if cute.arch.warp_idx() == 0:
+    cute.arch.mbarrier_init(bar, self.count)
+""", init="self.count = None\n")
+    m = model(src, kernel_pins={"K.kernel": {"count": 7, "block": 32}})
+    assert m.warps == 1
+    assert next(x for x in ops(m, 0) if isinstance(x, ir.MbInit)).count == 7
+
+
+def test_init_count_over_hardware_maximum_is_a_static_finding():
+    src = kernel_source("""\
+bar = cutlass.utils.SmemAllocator().allocate_array(cutlass.Int64, num_elems=1)
+if cute.arch.warp_idx() == 0:
+    cute.arch.mbarrier_init(bar, 10**9)
+""")
+    m = model(src)
+    assert [f.kind for f in m.static_findings] == ["overrun"]
+    assert m.static_findings[0].span.line == line_of(src, "10**9")

@@ -1,0 +1,35 @@
+"""Build small CuTe DSL kernel sources for tests: a class with a launching `__call__`."""
+import textwrap
+
+HEADER = """\
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+from cutlass.cute.nvgpu import cpasync
+"""
+
+
+def kernel_source(body: str, *, threads: int = 64, cluster=None, init: str = "", params: str = "",
+                  pins: str = "", grid: str = "(1, 1, 1)", extra_class: str = "") -> str:
+    """A module with class `K`, `K.__init__` running `init`, and `K.kernel` running `body`."""
+    cluster_arg = f", cluster={cluster}" if cluster else ""
+    init_body = textwrap.indent(textwrap.dedent(init), " " * 8) if init.strip() else "        pass"
+    kbody = textwrap.indent(textwrap.dedent(body), " " * 8)
+    pin_line = f"    # cutespin: {pins}\n" if pins else ""
+    extra = textwrap.indent(textwrap.dedent(extra_class), " " * 4) if extra_class else ""
+    return (HEADER + "\n\nclass K:\n    def __init__(self):\n" + init_body + "\n\n"
+            + "    @cute.jit\n    def __call__(self, mA: cute.Tensor" + (", " + params if params else "") + "):\n"
+            + f"        self.kernel(mA).launch(grid={grid}, block=({threads}, 1, 1){cluster_arg})\n\n"
+            + extra
+            + pin_line + "    @cute.kernel\n    def kernel(self, mA: cute.Tensor):\n" + kbody)
+
+
+def line_of(src: str, needle: str, nth: int = 1) -> int:
+    """1-based line number of the nth line containing `needle`."""
+    count = 0
+    for i, line in enumerate(src.splitlines(), 1):
+        if needle in line:
+            count += 1
+            if count == nth:
+                return i
+    raise AssertionError(f"{needle!r} not found")
