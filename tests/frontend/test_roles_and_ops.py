@@ -101,7 +101,9 @@ if warp_idx == 0:
     s = 2
     with cute.arch.elect_one():
         cute.arch.mbarrier_arrive_and_expect_tx(bar + s, 128)
-    cute.arch.mbarrier_expect_tx(bar + 3, 64)
+        cute.arch.mbarrier_expect_tx(bar + 3, 64)
+    # Every lane of the warp expects: 32 x 16 units.
+    cute.arch.mbarrier_expect_tx(bar + 1, 16)
     while not cute.arch.mbarrier_try_wait(bar + s, 1):
         pass
 """)
@@ -111,6 +113,7 @@ if warp_idx == 0:
     assert aet.bar.name.startswith("bar[2]") and aet.tx == 128 and aet.count == 1
     et = next(x for x in o if isinstance(x, ir.MbExpectTx))
     assert et.bar.name.startswith("bar[3]") and et.tx == 64
+    assert [x.tx for x in o if isinstance(x, ir.MbExpectTx)] == [64, 32 * 16]
     w = next(x for x in o if isinstance(x, ir.MbWait))
     assert w.bar.name.startswith("bar[2]") and w.parity == 1
 
