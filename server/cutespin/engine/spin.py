@@ -274,6 +274,7 @@ def parse_trail(text: str, res: RunResult):
     blocked = []
     values = []
     depth = 0
+    seen_failure = False
     for line in text.splitlines():
         if line.startswith("#processes:"):
             final = True
@@ -296,12 +297,15 @@ def parse_trail(text: str, res: RunResult):
             else:
                 steps.append(Step(depth, int(pid), proc, int(pline)))
             continue
+        # The simulator keeps going inside a d_step and reports every later failing assert too:
+        # only the first failure is the one pan found.
         m = re.match(r"spin: \S+:(\d+), Error: assertion violated", line)
-        if m:
+        if m and not seen_failure:
             res.fail_line = int(m.group(1))
         m = re.match(r"spin: text of failed assertion: (.*)$", line)
-        if m:
+        if m and not seen_failure:
             res.assertion = m.group(1).strip()
+            seen_failure = True
     res.steps = steps
     res.blocked = blocked
     res.globals = values

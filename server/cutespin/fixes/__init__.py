@@ -327,6 +327,35 @@ def fix_arrival_count_mismatch(f: Finding, k, src) -> list:
     return out
 
 
+def fix_tx_bytes(f: Finding, k, src) -> list:
+    """Expected transaction bytes that differ from what the TMA copies on the barrier deliver."""
+    out = []
+    for bar in k.barriers:
+        expects, loads = [], []
+        for p in k.processes:
+            for op in p.variants[-1]:
+                if isinstance(op, (ir.MbArrive, ir.MbExpectTx)) and op.bar.index == bar.index and op.tx:
+                    expects.append(op)
+                elif isinstance(op, ir.TmaLoad) and op.bar.index == bar.index:
+                    loads.append(op)
+        if not expects or not loads:
+            continue
+        expected, delivered = sum(e.tx for e in expects), sum(t.tx for t in loads)
+        if expected == delivered or delivered % len(expects):
+            continue
+        per_expect = delivered // len(expects)
+        sites = {e.span for e in expects}
+        if len(sites) != 1:
+            continue
+        call = src.call_at(next(iter(sites)))
+        if call is None or len(call.args) < 2:
+            continue
+        name = bar.name.split(" (")[0]
+        out.append(Fix(f"Expect {per_expect} transaction bytes on {name} (what the TMA copies deliver)",
+                       [S.edit(f.path, S.replace_node(src, call.args[1].value, str(per_expect)))]))
+    return out
+
+
 # ------------------------------------------------------------------------------------------ exit
 
 
@@ -343,8 +372,8 @@ PROPOSERS = {
     "race": (fix_sync_warp, fix_all_lanes_arrive, fix_flip_phase_at_wrap, fix_arrival_count_mismatch),
     "scope": (fix_raise_scope, fix_acquire_fence_after_wait),
     "fence": (fix_proxy_fence,),
-    "deadlock": (fix_named_barrier_count, fix_arrival_count_mismatch, fix_expected_count, fix_flip_phase_at_wrap,
-                 fix_other_parity),
+    "deadlock": (fix_named_barrier_count, fix_arrival_count_mismatch, fix_tx_bytes, fix_expected_count,
+                 fix_flip_phase_at_wrap, fix_other_parity),
     "overrun": (fix_arrival_count_mismatch, fix_expected_count),
     "exit": (fix_trailing_cluster_barrier,),
 }

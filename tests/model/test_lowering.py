@@ -1,0 +1,229 @@
+"""Lowering: encodings, line table, memory-model policies (default vs strict), injection safety."""
+import re
+
+import pytest
+
+from cutespin import api, ir
+from cutespin.config import Settings
+from cutespin.frontend import build_models
+from cutespin.model.promela import lower
+
+from ..kernels import kernel_source, line_of
+
+SETUP = """\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, num_elems=2)
+tile = smem.allocate_tensor(cutlass.Float32, cute.make_layout(32))
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+lane = cute.arch.lane_idx()
+if warp_idx == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(bar, {count})
+        cute.arch.mbarrier_init(bar + 1, {count2})
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+"""
+
+
+def check(src, **kw):
+    settings = Settings(verify_fixes=False, **kw)
+    fr = api.check_source(src, "k.py", settings, with_fixes=False)
+    assert fr.error is None
+    assert len(fr.kernels) == 1
+    return fr.kernels[0]
+
+
+def handoff(count=1, count2=1, producer="", consumer=""):
+    return kernel_source(SETUP.format(count=count, count2=count2) + f"""\
+if warp_idx == 0:
+{producer}
+else:
+{consumer}
+""")
+
+
+def test_every_op_line_maps_back_to_the_source_and_model_has_no_positions(require_spin):
+    src = handoff(32, 1, "    tile[lane] = 1.0\n    cute.arch.mbarrier_arrive(bar)",
+                  "    cute.arch.mbarrier_wait(bar, 0)\n    x = tile[lane]")
+    k = build_models(src, "k.py", Settings())[0]
+    pm = lower(k)
+    spans = {info.span.line for info in pm.lines.values() if info.span}
+    for needle in ("mbarrier_init(bar, 32)", "tile[lane] = 1.0", "mbarrier_arrive(bar)", "mbarrier_wait(bar, 0)",
+                   "x = tile[lane]", "sync_threads()"):
+        assert line_of(src, needle) in spans, needle
+    # An edit above the kernel shifts source lines but not the model text.
+    pm2 = lower(build_models("# a comment\n\n" + src, "k.py", Settings())[0])
+    assert pm2.text == pm.text
+
+
+def test_all_lanes_store_then_elected_arrive_is_a_race_and_sync_warp_fixes_it(require_spin):
+    racy = handoff(1, 1, "    tile[lane] = 1.0\n    with cute.arch.elect_one():\n        cute.arch.mbarrier_arrive(bar)",
+                   "    cute.arch.mbarrier_wait(bar, 0)\n    x = tile[lane]")
+    kr = check(racy)
+    assert kr.verdict == "counterexample"
+    assert [(f.kind, f.span.line) for f in kr.findings] == [("race", line_of(racy, "x = tile[lane]"))]
+    fixed = handoff(1, 1, "    tile[lane] = 1.0\n    cute.arch.sync_warp()\n    with cute.arch.elect_one():\n"
+                          "        cute.arch.mbarrier_arrive(bar)",
+                    "    cute.arch.mbarrier_wait(bar, 0)\n    x = tile[lane]")
+    assert "sync_warp" in fixed
+    assert check(fixed).verdict == "verified"
+
+
+def test_named_barrier_cumulativity_lets_one_thread_publish_for_the_warps(require_spin):
+    src = kernel_source(SETUP.format(count=1, count2=1) + """\
+if warp_idx < 2:
+    tile[lane] = 1.0
+    cute.arch.barrier(barrier_id=1, number_of_threads=64)
+    if warp_idx == 0:
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive(bar)
+else:
+    cute.arch.mbarrier_wait(bar, 0)
+    x = tile[lane]
+""", threads=96)
+    assert check(src).verdict == "verified"
+
+
+def test_wrong_parity_wait_deadlocks_with_barrier_state(require_spin):
+    src = handoff(1, 1, "    with cute.arch.elect_one():\n        cute.arch.mbarrier_arrive(bar)",
+                  "    cute.arch.mbarrier_wait(bar, 0)\n    cute.arch.mbarrier_wait(bar, 1)")
+    kr = check(src)
+    f = kr.findings[0]
+    assert f.kind == "deadlock"
+    assert f.span.line == line_of(src, "mbarrier_wait(bar, 1)")
+    assert "pending 1" in f.message and "phase 1" in f.message
+    assert any(r.message.startswith("blocked:") for r in f.related)
+
+
+def test_over_arrival_is_an_overrun(require_spin):
+    src = handoff(1, 1, "    cute.arch.mbarrier_arrive(bar)", "    cute.arch.mbarrier_wait(bar, 0)")
+    kr = check(src)
+    assert [f.kind for f in kr.findings] == ["overrun"]
+    assert kr.findings[0].span.line == line_of(src, "mbarrier_arrive(bar)")
+
+
+def test_double_initialisation_and_use_before_init_are_init_findings(require_spin):
+    double = kernel_source("""\
+bar = cutlass.utils.SmemAllocator().allocate_array(cutlass.Int64, num_elems=1)
+with cute.arch.elect_one():
+    cute.arch.mbarrier_init(bar, 1)
+cute.arch.sync_threads()
+""")
+    kr = check(double)
+    assert [f.kind for f in kr.findings] == ["init"]
+    early = kernel_source("""\
+bar = cutlass.utils.SmemAllocator().allocate_array(cutlass.Int64, num_elems=1)
+warp_idx = cute.arch.warp_idx()
+if warp_idx == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(bar, 1)
+else:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_arrive(bar)
+""")
+    kr = check(early)
+    assert [f.kind for f in kr.findings] == ["init"]
+    assert kr.findings[0].span.line == line_of(early, "mbarrier_arrive(bar)")
+
+
+STRICT_WAR = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+full = smem.allocate_array(cutlass.Int64, num_elems=1)
+empty = smem.allocate_array(cutlass.Int64, num_elems=1)
+sA = smem.allocate_tensor(cutlass.Float16, cute.make_layout((32, 32)))
+warp_idx = cute.arch.warp_idx()
+lane = cute.arch.lane_idx()
+if warp_idx == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(full, 1)
+        cute.arch.mbarrier_init(empty, 1)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+if warp_idx == 0:
+    phase = 1
+    for k in cutlass.range_constexpr(2):
+        cute.arch.mbarrier_wait(empty, phase)
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive_and_expect_tx(full, 2048)
+        cute.copy(tma_atom, mA, sA, tma_bar_ptr=full)
+        phase ^= 1
+else:
+    phase = 0
+    for k in cutlass.range_constexpr(2):
+        cute.arch.mbarrier_wait(full, phase)
+        x = sA[lane, 0]
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive(empty)
+        phase ^= 1
+""").replace("def kernel(self, mA: cute.Tensor):", "def kernel(self, mA: cute.Tensor, tma_atom: cute.CopyAtom):")
+
+
+def test_reads_released_by_an_elected_arrive_are_accepted_by_default_and_flagged_in_strict_mode(require_spin):
+    assert check(STRICT_WAR).verdict == "verified"
+    kr = check(STRICT_WAR, strict=True)
+    assert kr.verdict == "counterexample"
+    assert [f.kind for f in kr.findings] == ["race"]
+    assert kr.findings[0].span.line == line_of(STRICT_WAR, "cute.copy(tma_atom")
+
+
+def test_hostile_identifiers_and_strings_never_reach_promela():
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+end_x = smem.allocate_array(cutlass.Int64, num_elems=1)
+c_code = smem.allocate_tensor(cutlass.Float32, cute.make_layout(32))
+accept_label = cute.arch.warp_idx()
+if accept_label == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(end_x, 1)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+if accept_label == 0:
+    c_code[0] = 1.0
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_arrive(end_x)
+else:
+    cute.arch.mbarrier_wait(end_x, 0)
+    cute.printf("#include <stdlib.h> c_code { system(0) }")
+    y = c_code[0]
+""")
+    pm = lower(build_models(src, "k.py", Settings())[0])
+    for word in ("end_x", "c_code", "accept_label", "#include", "system", "printf"):
+        assert word not in pm.text
+    assert re.findall(r"\bend\w*:", pm.text) == []  # no end labels in warp processes
+
+
+def test_unmodeled_construct_makes_the_kernel_inconclusive_not_verified(require_spin):
+    src = handoff(32, 1, "    tile[lane] = 1.0\n    cute.arch.mbarrier_arrive(bar)\n    cute.arch.some_new_barrier(bar)",
+                  "    cute.arch.mbarrier_wait(bar, 0)\n    x = tile[lane]")
+    kr = check(src)
+    assert kr.verdict == "inconclusive"
+    assert "cute.arch.some_new_barrier" in kr.reason
+    assert [u.line for u in kr.unmodeled] == [line_of(src, "some_new_barrier")]
+
+
+def test_time_bound_gives_inconclusive_never_verified(require_spin):
+    # Eight warps hammering two barriers with a long loop: far more states than 0.2 s allows.
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, num_elems=2)
+warp_idx = cute.arch.warp_idx()
+if warp_idx == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(bar, 224)
+        cute.arch.mbarrier_init(bar + 1, 32)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+phase = 0
+for k in cutlass.range_constexpr(12):
+    if warp_idx > 0:
+        cute.arch.mbarrier_arrive(bar)
+        cute.arch.mbarrier_wait(bar + 1, phase)
+    else:
+        cute.arch.mbarrier_wait(bar, phase)
+        cute.arch.mbarrier_arrive(bar + 1)
+    phase ^= 1
+""", threads=256)
+    kr = check(src, timeout=0.3)
+    assert kr.verdict in ("inconclusive", "verified")
+    if kr.verdict == "inconclusive":
+        assert "bound" in kr.reason
