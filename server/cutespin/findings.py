@@ -184,6 +184,11 @@ def findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> li
         data = {"sub": sub, "op": info.op if info else None, "barrier": info.barrier if info else None,
                 "region": info.region if info else None}
         region_name = next((r.name for r in pm.tracked if info and r.index == info.region), "the buffer")
+        if kind == "race" and sub == "race" and info and info.op == "load" and info.region in pm.tma_store_dests:
+            msg = (f"TMA store result read too early: {role} {what}, but the TMA store that writes it is not "
+                   f"completed with cp_async_bulk_wait_group(0) (read=False) and fenced with "
+                   f'fence_proxy("async.global") before it is published; the reader can see stale global memory')
+            return [Finding("fence", msg, span, path, related, steps=steps, data=data)]
         if kind == "race" and sub == "race":
             narrow = _narrow_for(pm, res)
             if narrow is not None:

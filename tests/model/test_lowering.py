@@ -227,3 +227,39 @@ for k in cutlass.range_constexpr(12):
     assert kr.verdict in ("inconclusive", "verified")
     if kr.verdict == "inconclusive":
         assert "bound" in kr.reason
+
+
+TMA_STORE_FLAG = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+sC = smem.allocate_tensor(cutlass.Float32, cute.make_layout(32))
+lane = cute.arch.lane_idx()
+bidx, _, _ = cute.arch.block_idx()
+flag = mFlag.iterator
+if bidx == 0:
+    if cute.arch.warp_idx() == 0:
+        sC[lane] = 1.0
+        cute.arch.fence_view_async_shared()
+        cute.arch.sync_warp()
+        with cute.arch.elect_one():
+            cute.copy(tma_atom, sC, mA)
+            cute.arch.cp_async_bulk_commit_group()
+            cute.arch.cp_async_bulk_wait_group(0, read=True)
+            cute.arch.red(flag, 1, op="add", dtype="s32", sem="release", scope="gpu")
+else:
+    if cute.arch.warp_idx() == 0:
+        while cute.arch.load(flag, cutlass.Int32, sem="acquire", scope="gpu") < 1:
+            pass
+        x = mA[lane]
+""", threads=32, pins="grid=2").replace(
+    "def kernel(self, mA: cute.Tensor):",
+    "def kernel(self, mA: cute.Tensor, mFlag: cute.Tensor, tma_atom: cute.CopyAtom):")
+
+
+def test_tma_store_published_by_a_flag_needs_a_full_wait_and_async_global_fence(require_spin):
+    kr = check(TMA_STORE_FLAG)
+    assert [(f.kind, f.span.line) for f in kr.findings] == [("fence", line_of(TMA_STORE_FLAG, "x = mA[lane]"))]
+    only_wait = TMA_STORE_FLAG.replace("cp_async_bulk_wait_group(0, read=True)", "cp_async_bulk_wait_group(0)")
+    assert check(only_wait).verdict == "counterexample"
+    fixed = only_wait.replace(
+        "cute.arch.red(", 'cute.arch.fence_proxy("async.global")\n                cute.arch.red(')
+    assert check(fixed).verdict == "verified"

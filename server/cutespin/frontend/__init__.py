@@ -387,6 +387,25 @@ def _units_in(ops, unknown_bars, names):
                 expect.tx += 1
 
 
+def _bulk_groups(ops, open_stores: list, groups: list):
+    """Tell each `cp_async_bulk_wait_group(n)` which TMA stores it completes (all but the newest
+    n committed groups), following the op order."""
+    for op in ops:
+        if isinstance(op, ir.TmaStore):
+            open_stores.append(op)
+        elif isinstance(op, ir.BulkCommit):
+            groups.append(list(open_stores))
+            open_stores.clear()
+        elif isinstance(op, ir.BulkWait):
+            done = []
+            while len(groups) > op.pending:
+                done += groups.pop(0)
+            op.done_stores = done
+        elif isinstance(op, ir.Choice):
+            for alt in op.alternatives:
+                _bulk_groups(alt, list(open_stores), [list(g) for g in groups])
+
+
 def _trip_configs(discovered: dict, bound: int, max_configs: int) -> list:
     syms = list(discovered)
     if not syms:
@@ -479,6 +498,9 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         processes.append(ir.Process(cta, w, role, classes, variants))
 
     _assign_tx_units(processes, registry)
+    for p in processes:
+        for ops in p.variants:
+            _bulk_groups(ops, [], [])
     bounds = {"loop": bound if discovered else None, "stages": env.stages, "cluster": cluster}
     if env.stages is None and discovered:
         registry.assume(f"no stage count found: runtime loops bounded by {bound}")

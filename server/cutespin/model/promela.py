@@ -53,6 +53,7 @@ class PromelaModel:
     bar_names: dict  # barrier index -> name
     flag_names: dict
     narrow_sites: list = field(default_factory=list)  # (span, process index, why) scope-too-narrow sites
+    tma_store_dests: set = field(default_factory=set)  # regions written by TMA stores
     notes: list = field(default_factory=list)
 
 
@@ -79,6 +80,7 @@ class Lowering:
         self.narrow_sites: list = []
         self.notes: list = []
         self.pending_acquire: dict = {}
+        self.pending_global: dict = {}
         self._plan()
 
     # ------------------------------------------------------------------ planning
@@ -110,6 +112,7 @@ class Lowering:
         touch: dict = {}
         writes: dict = {}
         self.async_read_regions = set()
+        self.tma_store_dests = set()
         for pi, p in enumerate(k.processes):
             for v in p.variants:
                 for op in _walk(v):
@@ -120,9 +123,14 @@ class Lowering:
                     elif isinstance(op, ir.TmaLoad) and op.region is not None:
                         touch.setdefault(op.region.index, set()).add(("tma", pi))
                         writes.setdefault(op.region.index, set()).add(("tma", pi))
-                    elif isinstance(op, ir.TmaStore) and op.region is not None:
-                        touch.setdefault(op.region.index, set()).add(("bulk", pi))
-                        self.async_read_regions.add(op.region.index)
+                    elif isinstance(op, ir.TmaStore):
+                        if op.region is not None:
+                            touch.setdefault(op.region.index, set()).add(("bulk", pi))
+                            self.async_read_regions.add(op.region.index)
+                        if op.dest is not None:
+                            touch.setdefault(op.dest.index, set()).add(("bulkw", pi))
+                            writes.setdefault(op.dest.index, set()).add(("bulkw", pi))
+                            self.tma_store_dests.add(op.dest.index)
         self.tracked = [r for r in k.regions if len(touch.get(r.index, ())) >= 2 and writes.get(r.index)]
         self.tracked_ids = {r.index for r in self.tracked}
         # Which groups need bits.
@@ -135,7 +143,8 @@ class Lowering:
                             need.add(self.group_of[(pi, ci)].index)
                     elif isinstance(op, ir.TmaLoad) and op.region is not None and op.region.index in self.tracked_ids:
                         need.add(self.tma_group[pi].index)
-                    elif isinstance(op, ir.TmaStore) and op.region is not None and op.region.index in self.tracked_ids:
+                    elif isinstance(op, ir.TmaStore) and any(
+                            r is not None and r.index in self.tracked_ids for r in (op.region, op.dest)):
                         need.add(self.bulk_group[pi].index)
         if len(need) > WORD_BITS // 2:
             raise TooManyGroups(f"{len(need)} agents access shared buffers; at most {WORD_BITS // 2} are modeled")
@@ -347,6 +356,10 @@ class Lowering:
                 stmts.append(f"assert(u_{r} == 0)")
                 stmts.append(f"a_{r} = a_{r} | {self.R(bg)}")
                 stmts += self.clear_bit(r, self.R(bg))
+            if op.dest is not None and op.dest.index in self.tracked_ids:
+                d, bg = op.dest.index, self.bulk_group[pi]
+                stmts.append(f"a_{d} = a_{d} | {self.W(bg)}")
+                stmts += self.clear_bit(d, self.W(bg))
             name = op.region.name if op.region else "shared memory"
             self.emit(indent + (self.dstep(stmts) if stmts else "skip"),
                       info(f"issues a TMA store reading {name}", "tma_store", None,
@@ -361,6 +374,10 @@ class Lowering:
                     for g in self.lane_groups(pi, (1 << len(p.lane_classes)) - 1):
                         r = st.region.index
                         stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.R(bg)}")
+                if bg is not None and not op.read_only and st.dest is not None and st.dest.index in self.tracked_ids:
+                    # The global write is complete but only visible to generic-proxy readers after
+                    # fence_proxy("async.global").
+                    self.pending_global.setdefault(pi, set()).add(st.dest.index)
             self.emit(indent + (self.dstep(stmts) if stmts else "skip"),
                       info(f"waits until at most {op.pending} bulk groups are pending", "bulk_wait"))
         elif isinstance(op, ir.Access):
@@ -396,6 +413,11 @@ class Lowering:
                 b, wait = pending
                 stmts += self.acquire_from(f"bd{b}", pi, wait.lanes)
                 self.narrow_sites = [s for s in self.narrow_sites if (s[0], s[1]) != (wait.span, pi)]
+            if op.kind == "proxy_async_global":
+                bg = self.bulk_group.get(pi)
+                for d in sorted(self.pending_global.pop(pi, set())):
+                    for g in self.lane_groups(pi, (1 << len(p.lane_classes)) - 1):
+                        stmts.append(f"{self.cov(g, d)} = {self.cov(g, d)} | {self.W(bg)}")
             if op.kind == "proxy_async_shared":
                 for r in self.tracked_ids & self.async_read_regions:
                     for g in self.lane_groups(pi, op.lanes or 1):
@@ -590,7 +612,8 @@ class Lowering:
         table = {i + 1: info for i, (_, info) in enumerate(self.lines) if info is not None}
         return PromelaModel("\n".join(text_lines) + "\n", table, proc_names, self.groups, self.tracked,
                             {b.index: b.name for b in k.barriers}, {f.index: f.name for f in k.flags},
-                            self.narrow_sites, self.notes)
+                            narrow_sites=self.narrow_sites, notes=self.notes,
+                            tma_store_dests=self.tma_store_dests)
 
 
 def _dedupe_accesses(ops: list) -> list:
