@@ -155,6 +155,7 @@ def res_values(res: RunResult, depth: int) -> dict:
 
 ASSERT_KIND = [
     (re.compile(r"mb_in\[\d+\]\)?==0"), "init", "reinit"),
+    (re.compile(r"mb_in\[\d+\]\)?>=2"), "init", "unfenced"),
     (re.compile(r"mb_in\["), "init", "uninit"),
     (re.compile(r"dead\["), "exit", "exit"),
     (re.compile(r"mb_p\["), "overrun", "overarrive"),
@@ -227,7 +228,11 @@ def findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> li
                    f"arrive or access hits a CTA whose shared memory is gone (undefined behaviour, often a hang)")
             return [Finding("exit", msg, span, path, related, steps=steps, data=data)]
         if kind == "init":
-            if sub == "reinit":
+            if sub == "unfenced":
+                msg = (f"barrier initialisation not fenced for the cluster: {role} {what} on a peer CTA's "
+                       f"barrier before its initialisation was fenced with mbarrier_init_fence(); the peer may "
+                       f"arrive on an uninitialised barrier")
+            elif sub == "reinit":
                 msg = (f"barrier initialised twice: {role} {what} on a live barrier (more than one warp or lane "
                        f"initialises it); re-initialising a live mbarrier is undefined behaviour")
             else:

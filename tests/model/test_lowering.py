@@ -263,3 +263,31 @@ def test_tma_store_published_by_a_flag_needs_a_full_wait_and_async_global_fence(
     fixed = only_wait.replace(
         "cute.arch.red(", 'cute.arch.fence_proxy("async.global")\n                cute.arch.red(')
     assert check(fixed).verdict == "verified"
+
+
+def test_remote_arrive_on_a_barrier_whose_init_was_not_fenced_is_an_init_finding(require_spin):
+    body = """\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, num_elems=1)
+rank = cute.arch.block_idx_in_cluster()
+warp_idx = cute.arch.warp_idx()
+if warp_idx == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(bar, 1)
+FENCE
+cute.arch.cluster_arrive_relaxed()
+cute.arch.cluster_wait()
+if warp_idx == 0:
+    with cute.arch.elect_one():
+        if rank == 1:
+            cute.arch.mbarrier_arrive(bar, peer_cta_rank_in_cluster=0, scope="cluster")
+        else:
+            cute.arch.mbarrier_wait(bar, 0)
+cute.arch.cluster_arrive()
+cute.arch.cluster_wait()
+"""
+    unfenced = kernel_source(body.replace("FENCE\n", ""), threads=32, cluster="(2, 1, 1)")
+    kr = check(unfenced)
+    assert [(f.kind, f.span.line) for f in kr.findings] == [("init", line_of(unfenced, "peer_cta_rank_in_cluster=0"))]
+    fenced = kernel_source(body.replace("FENCE", "cute.arch.mbarrier_init_fence()"), threads=32, cluster="(2, 1, 1)")
+    assert check(fenced).verdict == "verified"

@@ -81,6 +81,7 @@ class Lowering:
         self.notes: list = []
         self.pending_acquire: dict = {}
         self.pending_global: dict = {}
+        self.inited_by: dict = {}
         self._plan()
 
     # ------------------------------------------------------------------ planning
@@ -293,14 +294,20 @@ class Lowering:
                 self.notes.append(f"barrier {op.bar.name} is initialised with different counts")
             stmts = [f"assert(mb_in[{b}] == 0)", f"mb_in[{b}] = 1", f"mb_p[{b}] = {op.count}", f"mb_t[{b}] = 0",
                      f"mb_ph[{b}] = 0"]
+            self.inited_by.setdefault(pi, set()).add(b)
             self.emit(indent + self.dstep(stmts), info(f"initialises {op.bar.name} with {op.count} arrivals", "init", b))
         elif isinstance(op, ir.MbInitFence):
-            self.emit(indent + "skip", info("fences the barrier initialisation", "fence"))
+            # fence.mbarrier_init orders this thread's earlier inits for the cluster: 2 = fenced.
+            mine = sorted(self.inited_by.get(pi, ()))
+            stmts = [f"if :: (mb_in[{b}] == 1) -> mb_in[{b}] = 2 :: else -> skip fi" for b in mine]
+            self.emit(indent + (self.dstep(stmts) if stmts else "skip"), info("fences the barrier initialisation", "fence"))
         elif isinstance(op, ir.MbArrive):
             b = op.bar.index
             stmts = [f"assert(mb_in[{b}])"]
             if op.bar.cta != p.cta:
                 stmts.append(f"assert(dead[{op.bar.cta}] == 0)")
+                # A peer may only arrive once the owner fenced the init for the cluster.
+                stmts.append(f"assert(mb_in[{b}] >= 2)")
             if op.tx:
                 stmts.append(f"mb_t[{b}] = mb_t[{b}] + {op.tx}")
             stmts.append(f"assert(mb_p[{b}] >= {op.count})")
@@ -533,7 +540,7 @@ class Lowering:
         L = self.emit
         L("/* cutespin model: generated, position-free */", None)
         nb = self.nb
-        L(f"int mb_p[{nb}]; int mb_t[{nb}]; byte mb_ph[{nb}]; bit mb_in[{nb}];", None)
+        L(f"int mb_p[{nb}]; int mb_t[{nb}]; byte mb_ph[{nb}]; byte mb_in[{nb}];", None)
         nctas = max(1, k.ctas)
         L(f"byte ex[{nctas}]; bit dead[{nctas}];", None)
         ncl = max(1, len(self.clusters) and max(self.clusters) + 1)
