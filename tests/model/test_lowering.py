@@ -291,3 +291,31 @@ cute.arch.cluster_wait()
     assert [(f.kind, f.span.line) for f in kr.findings] == [("init", line_of(unfenced, "peer_cta_rank_in_cluster=0"))]
     fenced = kernel_source(body.replace("FENCE", "cute.arch.mbarrier_init_fence()"), threads=32, cluster="(2, 1, 1)")
     assert check(fenced).verdict == "verified"
+
+
+def test_unfenced_init_gets_a_verified_init_fence_fix(require_spin):
+    from cutespin.fixes.source import apply_edits
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, num_elems=1)
+rank = cute.arch.block_idx_in_cluster()
+warp_idx = cute.arch.warp_idx()
+if warp_idx == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(bar, 1)
+cute.arch.cluster_arrive_relaxed()
+cute.arch.cluster_wait()
+if warp_idx == 0:
+    with cute.arch.elect_one():
+        if rank == 1:
+            cute.arch.mbarrier_arrive(bar, peer_cta_rank_in_cluster=0, scope="cluster")
+        else:
+            cute.arch.mbarrier_wait(bar, 0)
+cute.arch.cluster_arrive()
+cute.arch.cluster_wait()
+""", threads=32, cluster="(2, 1, 1)")
+    fr = api.check_source(src, "k.py", Settings())
+    fix = fr.kernels[0].findings[0].fixes[0]
+    assert fix.verified and "mbarrier_init_fence" in fix.edits[0].new_text
+    assert fix.edits[0].span.line == line_of(src, "cute.arch.cluster_arrive_relaxed()")
+    assert check(apply_edits(src, fix.edits)).verdict == "verified"

@@ -368,6 +368,23 @@ def fix_trailing_cluster_barrier(f: Finding, k, src) -> list:
                 [S.edit(f.path, edit)])]
 
 
+def fix_init_fence(f: Finding, k, src) -> list:
+    """Add mbarrier_init_fence() after the top-level statement that initialises the barrier."""
+    bar_idx = f.data.get("barrier")
+    if bar_idx is None or f.data.get("sub") != "unfenced":
+        return []
+    init = _init_of(k, k.barriers[bar_idx])
+    call = src.call_at(init.span) if init else None
+    fn = src.function_at_line(k.line)
+    if call is None or fn is None:
+        return []
+    top = src.top_level_statement(call, fn)
+    if top is None:
+        return []
+    edit = S.insert_after(src, top, "cute.arch.mbarrier_init_fence()")
+    return [Fix("Add cute.arch.mbarrier_init_fence() after the barrier initialisation", [S.edit(f.path, edit)])]
+
+
 PROPOSERS = {
     "race": (fix_sync_warp, fix_all_lanes_arrive, fix_flip_phase_at_wrap, fix_arrival_count_mismatch),
     "scope": (fix_raise_scope, fix_acquire_fence_after_wait),
@@ -376,4 +393,5 @@ PROPOSERS = {
                  fix_flip_phase_at_wrap, fix_other_parity),
     "overrun": (fix_arrival_count_mismatch, fix_expected_count),
     "exit": (fix_trailing_cluster_barrier,),
+    "init": (fix_init_fence,),
 }

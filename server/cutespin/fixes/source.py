@@ -90,6 +90,14 @@ class Source:
                 return node
         return None
 
+    def top_level_statement(self, node, fn: cst.FunctionDef):
+        """The statement of `fn`'s body that contains `node`."""
+        body = set(fn.body.body)
+        for anc in [node] + list(self.ancestors(node)):
+            if anc in body:
+                return anc
+        return None
+
     def function_at_line(self, line: int) -> Optional[cst.FunctionDef]:
         for node in self.nodes(cst.FunctionDef):
             if self.pos[node.name].start.line == line:
