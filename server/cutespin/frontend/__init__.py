@@ -424,6 +424,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
     env = kernel_env(info, site, settings)
     methods = class_methods(site.cls)
     registry = I.Registry(env.stages)
+    registry.assume("memory-model policies: " + ("strict" if settings.strict else "default (CUTLASS-compatible)"))
     for a in env.assumptions:
         registry.assume(a)
     def_span = info.span(site.node.name)

@@ -126,7 +126,7 @@ class KernelInterp:
         self.elected_lanes: set = set()
         self.role_hint: Optional[str] = None
         self.pending_fence_scope: Optional[str] = None  # fence.acq_rel before a relaxed atomic
-        self.last_relaxed_flag: Optional[ir.Flag] = None
+        self.last_relaxed_flag: Optional[FlagRead] = None  # a relaxed spin a later fence upgrades
         self.bulk_groups: list = []  # committed groups of TmaStore ops, oldest first
         self.bulk_open: list = []
         self.depth = 0
@@ -901,8 +901,8 @@ class KernelInterp:
 
     def emit_flag_wait(self, fr: FlagRead, cmp: str, value: int, node):
         self.emit(RawFlagWait(self.span(node), fr.flag, cmp, value, fr.sem, fr.scope, self.mask))
-        if fr.sem not in ("acquire", "acq_rel"):
-            self.last_relaxed_flag = fr.flag
+        if fr.sem == "relaxed":
+            self.last_relaxed_flag = fr
 
     def named_barrier_method(self, nb: NamedBarrierObj, meth, node):
         if meth in ("arrive", "arrive_unaligned"):
@@ -1250,10 +1250,18 @@ def _h_fence_acq_rel(scope):
         it.pending_fence_scope = scope
         it.emit(RawFence(it.span(node), "acq_rel", scope, it.mask))
         if it.last_relaxed_flag is not None:
-            # A relaxed spin followed by a fence: the fence makes it an acquire.
-            it.emit(RawFlagWait(it.span(node), it.last_relaxed_flag, ">=", 0, "acquire", scope, it.mask))
+            # A relaxed spin followed by a fence: an acquire at the narrower of the two scopes.
+            fr = it.last_relaxed_flag
+            it.emit(RawFlagWait(it.span(node), fr.flag, ">=", 0, "acquire", _narrower(scope, fr.scope), it.mask))
             it.last_relaxed_flag = None
     return h
+
+
+def _narrower(a: Optional[str], b: Optional[str]) -> Optional[str]:
+    """The narrower of two scopes (a fence paired with a relaxed operation); None if either is."""
+    if a is None or b is None:
+        return None
+    return a if ir.scope_rank(a) <= ir.scope_rank(b) else b
 
 
 def _flag_of(it, ptr, node) -> Optional[Gmem]:
@@ -1273,7 +1281,7 @@ def _h_atomic(op_name):
         scope = _scope_arg(kwargs.get("scope"), "gpu")
         release = scope if sem in ("release", "acq_rel") else None
         if release is None and it.pending_fence_scope is not None:
-            release = it.pending_fence_scope
+            release = _narrower(it.pending_fence_scope, scope)
         op = {"add": "add", "exch": "set"}.get(op_name)
         if op is None or not _is_int(val):
             it.unmodeled(node, f"atomic_{op_name}", "only add/exch with a known value are modeled on flags")
@@ -1296,7 +1304,7 @@ def h_red(it, args, kwargs, node):
         return None
     sem = kwargs.get("sem")
     scope = _scope_arg(kwargs.get("scope"), "gpu")
-    release = scope if sem == "release" else it.pending_fence_scope
+    release = scope if sem == "release" else _narrower(it.pending_fence_scope, scope)
     it.emit(RawFlagUpdate(it.span(node), flag, "add", int(val), release, it.mask))
     return None
 
@@ -1321,7 +1329,7 @@ def h_store(it, args, kwargs, node):
             it.unmodeled(node, "store", "flag store of an unknown value")
             return None
         scope = _scope_arg(kwargs.get("scope"), "gpu")
-        release = scope if sem == "release" else it.pending_fence_scope
+        release = scope if sem == "release" else _narrower(it.pending_fence_scope, scope)
         it.emit(RawFlagUpdate(it.span(node), ptr, "set", int(val), release, it.mask))
     elif isinstance(ptr, (Gmem, Smem)):
         it.access(ptr, True, node)
