@@ -256,6 +256,15 @@ OpT = Union[
     Choice, GuardedBlock,
 ]
 
+def walk(ops):
+    """Every op of a list, descending into the alternatives of runtime choices, in order."""
+    for op in ops:
+        yield op
+        if isinstance(op, Choice):
+            for alt in op.alternatives:
+                yield from walk(alt)
+
+
 # ---------------------------------------------------------------------------------------------
 # Processes and kernels
 

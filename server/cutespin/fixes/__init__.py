@@ -139,18 +139,11 @@ def _times(expr: str, n: int) -> str:
 def _init_of(k: ir.KernelModel, bar: ir.Barrier):
     for p in k.processes:
         for ops in p.variants:
-            for op in _walk(ops):
+            for op in ir.walk(ops):
                 if isinstance(op, ir.MbInit) and op.bar.index == bar.index:
                     return op
     return None
 
-
-def _walk(ops):
-    for op in ops:
-        yield op
-        if isinstance(op, ir.Choice):
-            for alt in op.alternatives:
-                yield from _walk(alt)
 
 
 # ------------------------------------------------------------------------------------------ scope
@@ -278,7 +271,7 @@ def fix_named_barrier_count(f: Finding, k, src) -> list:
     ids = set()
     for p in k.processes:
         for ops in p.variants:
-            for op in _walk(ops):
+            for op in ir.walk(ops):
                 if isinstance(op, ir.NamedBarrier) and op.span.line == line:
                     ids.add((p.cta, op.barrier_id, op.threads))
     if len(ids) != 1:
@@ -286,7 +279,7 @@ def fix_named_barrier_count(f: Finding, k, src) -> list:
     cta, bid, threads = ids.pop()
     if threads is None:
         return []
-    warps = {p.warp for p in k.processes if p.cta == cta for ops in p.variants for op in _walk(ops)
+    warps = {p.warp for p in k.processes if p.cta == cta for ops in p.variants for op in ir.walk(ops)
              if isinstance(op, ir.NamedBarrier) and op.barrier_id == bid}
     new = 32 * len(warps)
     fn = src.function_at_line(k.line)

@@ -339,13 +339,6 @@ class _Converter:
         return op
 
 
-def _walk(ops):
-    for op in ops:
-        yield op
-        if isinstance(op, ir.Choice):
-            for alt in op.alternatives:
-                yield from _walk(alt)
-
 
 def _assign_tx_units(processes: list, registry: I.Registry):
     """Where a barrier's byte counts are not all known, count one unit per TMA copy instead.
@@ -355,7 +348,7 @@ def _assign_tx_units(processes: list, registry: I.Registry):
     unknown_bars = set()
     for p in processes:
         for ops in p.variants:
-            for op in _walk(ops):
+            for op in ir.walk(ops):
                 if isinstance(op, ir.TmaLoad) and not op.tx_known:
                     unknown_bars.add(op.bar.index)
                 if isinstance(op, (ir.MbArrive, ir.MbExpectTx)) and not op.tx_known:
@@ -372,7 +365,7 @@ def _assign_tx_units(processes: list, registry: I.Registry):
 
 def _units_in(ops, unknown_bars, names):
     pending = []  # expect ops waiting for their copies, in order
-    for op in _walk(ops):
+    for op in ir.walk(ops):
         if isinstance(op, (ir.MbArrive, ir.MbExpectTx)) and op.bar.index in unknown_bars and (
                 isinstance(op, ir.MbExpectTx) or op.tx or not op.tx_known):
             op.tx = 0
@@ -462,7 +455,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
 
     discovered: dict = {}
     first = run_all({}, discovered, ctas)
-    uses_flags = any(isinstance(op, (I.RawFlagWait, I.RawFlagUpdate)) for _, _, it in first for op in _raw_walk(it.out))
+    uses_flags = any(isinstance(op, (I.RawFlagWait, I.RawFlagUpdate)) for _, _, it in first for op in ir.walk(it.out))
     if uses_flags and ctas == cluster:
         want = env.grid if env.grid else 2
         want = min(max(want, cluster), settings.max_ctas)
@@ -516,10 +509,3 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         bounds=bounds, static_findings=list(registry.statics), strict=settings.strict,
     )
 
-
-def _raw_walk(ops):
-    for op in ops:
-        yield op
-        if isinstance(op, ir.Choice):
-            for alt in op.alternatives:
-                yield from _raw_walk(alt)

@@ -16,6 +16,7 @@ import libcst as cst
 
 from .. import ir
 from .discover import ModuleInfo, canonical, qualify
+from .values import _flatten as _flat
 from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, DType, ElectCtx, FlagRead, FuncRef, Gmem, LaneVal, Layout,
     ModuleRef, NamedBarrierObj, SelfObj, Smem, Storage, TmaAtom, TryWaitResult, Unknown,
@@ -1525,14 +1526,6 @@ for _n in ("Int32", "Int64", "Uint32", "Uint64", "Int8", "Int16", "Uint8", "Uint
            "Float16", "BFloat16", "Float64"):
     CALLS[_n] = h_numeric
 BUILTIN_PURE = {"len", "min", "max", "abs", "int", "bool", "tuple", "list", "float", "sum", "round", "print"}
-
-
-def _flat(t):
-    if isinstance(t, (tuple, list)):
-        for x in t:
-            yield from _flat(x)
-    else:
-        yield t
 
 
 def _builtin(name, args):

@@ -61,13 +61,6 @@ class TooManyGroups(Exception):
     pass
 
 
-def _walk(ops):
-    for op in ops:
-        yield op
-        if isinstance(op, ir.Choice):
-            for alt in op.alternatives:
-                yield from _walk(alt)
-
 
 class Lowering:
     def __init__(self, k: ir.KernelModel):
@@ -91,7 +84,7 @@ class Lowering:
         self.expected = {}
         for p in k.processes:
             for ops in p.variants:
-                for op in _walk(ops):
+                for op in ir.walk(ops):
                     if isinstance(op, ir.MbInit):
                         self.expected.setdefault(op.bar.index, op.count)
         # Groups: every lane class of every process, plus async agents where used.
@@ -100,7 +93,7 @@ class Lowering:
                 g = Group(len(self.groups), pi, ci, f"{p.role}, {lc.describe()}")
                 self.groups.append(g)
                 self.group_of[(pi, ci)] = g
-            ops = [op for v in p.variants for op in _walk(v)]
+            ops = [op for v in p.variants for op in ir.walk(v)]
             if any(isinstance(op, ir.TmaLoad) for op in ops):
                 g = Group(len(self.groups), pi, None, f"TMA loads issued by {p.role}")
                 self.groups.append(g)
@@ -116,7 +109,7 @@ class Lowering:
         self.tma_store_dests = set()
         for pi, p in enumerate(k.processes):
             for v in p.variants:
-                for op in _walk(v):
+                for op in ir.walk(v):
                     if isinstance(op, ir.Access):
                         touch.setdefault(op.region.index, set()).add(pi)
                         if op.write:
@@ -138,7 +131,7 @@ class Lowering:
         need = set()
         for pi, p in enumerate(k.processes):
             for v in p.variants:
-                for op in _walk(v):
+                for op in ir.walk(v):
                     if isinstance(op, ir.Access) and op.region.index in self.tracked_ids:
                         for ci in self._classes(op.lanes, p):
                             need.add(self.group_of[(pi, ci)].index)
@@ -152,12 +145,12 @@ class Lowering:
         for slot, gi in enumerate(sorted(need)):
             self.groups[gi].bit = slot
         # Holders of visibility bits, per tracked region.
-        self.named = sorted({(p.cta, op.barrier_id) for p in k.processes for v in p.variants for op in _walk(v)
+        self.named = sorted({(p.cta, op.barrier_id) for p in k.processes for v in p.variants for op in ir.walk(v)
                              if isinstance(op, ir.NamedBarrier)})
         self.named_threads = {}
         for p in k.processes:
             for v in p.variants:
-                for op in _walk(v):
+                for op in ir.walk(v):
                     if isinstance(op, ir.NamedBarrier):
                         self.named_threads.setdefault((p.cta, op.barrier_id), set()).add(op.threads)
         self.clusters = sorted({p.cta // k.cluster_size for p in k.processes})
@@ -173,18 +166,18 @@ class Lowering:
         self.flag_writers = {}
         for p in k.processes:
             for v in p.variants:
-                for op in _walk(v):
+                for op in ir.walk(v):
                     if isinstance(op, ir.FlagWait):
                         self.flag_readers.setdefault(op.flag.index, set()).add(p.cta)
                     elif isinstance(op, ir.FlagUpdate):
                         self.flag_writers.setdefault(op.flag.index, set()).add(p.cta)
-        self.remote_arrived = {op.bar.index for p in k.processes for v in p.variants for op in _walk(v)
+        self.remote_arrived = {op.bar.index for p in k.processes for v in p.variants for op in ir.walk(v)
                                if isinstance(op, ir.MbArrive) and op.bar.cta != p.cta}
         # TMA slots: (proc, bar, region, tx) in flight counters.
         self.tma_slots = {}
         for pi, p in enumerate(k.processes):
             for v in p.variants:
-                for op in _walk(v):
+                for op in ir.walk(v):
                     if isinstance(op, ir.TmaLoad):
                         key = (pi, op.bar.index, op.region.index if op.region else -1, op.tx)
                         self.tma_slots.setdefault(key, len(self.tma_slots))
