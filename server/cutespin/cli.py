@@ -43,13 +43,18 @@ def _read(path: Path) -> str:
         return data.decode("utf-8", errors="replace")
 
 
-def fingerprint(path: str, qualname: str, code: str, source_line: str) -> str:
-    """Stable across line shifts: the file, kernel, code and the text of the flagged line."""
-    h = hashlib.sha256(f"{path}\0{qualname}\0{code}\0{source_line.strip()}".encode()).hexdigest()
+def fingerprint(path: str, qualname: str, code: str, source_line: str, root: Path = Path(".")) -> str:
+    """Stable across line shifts and however the path was typed: the file (relative to the
+    baseline's folder), kernel, code and the text of the flagged line."""
+    try:
+        rel = os.path.relpath(Path(path).resolve(), root.resolve())
+    except ValueError:  # another drive
+        rel = str(Path(path).resolve())
+    h = hashlib.sha256(f"{rel}\0{qualname}\0{code}\0{source_line.strip()}".encode()).hexdigest()
     return h[:24]
 
 
-def _baseline_entries(results: list) -> list:
+def _baseline_entries(results: list, root: Path) -> list:
     out = []
     for fr in results:
         lines = _read(Path(fr.path)).splitlines() if Path(fr.path).exists() else []
@@ -57,7 +62,7 @@ def _baseline_entries(results: list) -> list:
             for f in kr.findings:
                 text = lines[f.span.line - 1] if 0 < f.span.line <= len(lines) else ""
                 out.append({"path": fr.path, "qualname": kr.qualname, "code": f.code, "line": f.span.line,
-                            "fingerprint": fingerprint(fr.path, kr.qualname, f.code, text)})
+                            "fingerprint": fingerprint(fr.path, kr.qualname, f.code, text, root)})
     return out
 
 
@@ -73,7 +78,7 @@ def apply_baseline(results: list, baseline: Path) -> None:
             kept = []
             for f in kr.findings:
                 text = lines[f.span.line - 1] if 0 < f.span.line <= len(lines) else ""
-                if fingerprint(fr.path, kr.qualname, f.code, text) not in known:
+                if fingerprint(fr.path, kr.qualname, f.code, text, baseline.parent) not in known:
                     kept.append(f)
             if len(kept) != len(kr.findings):
                 kr.findings = kept
@@ -142,7 +147,7 @@ def cmd_check(args) -> int:
         if fr.kernels:
             results.append(fr)
         if args.emit_promela:
-            emit_promela(Path(args.emit_promela), fr)
+            emit_promela(Path(args.emit_promela), fr, f)
     if args.baseline:
         bl = Path(args.baseline)
         if bl.exists():
@@ -152,7 +157,7 @@ def cmd_check(args) -> int:
                 print(f"cutespin: error: {e}", file=sys.stderr)
                 return EXIT_ERROR
         else:
-            bl.write_text(json.dumps({"version": 1, "findings": _baseline_entries(results)}, indent=2) + "\n")
+            bl.write_text(json.dumps({"version": 1, "findings": _baseline_entries(results, bl.parent)}, indent=2) + "\n")
             print(f"cutespin: recorded {sum(len(k.findings) for r in results for k in r.kernels)} findings in {bl}",
                   file=sys.stderr)
             return EXIT_OK
@@ -180,9 +185,12 @@ def exit_code(results, errors, allow_inconclusive=False) -> int:
     return EXIT_OK
 
 
-def emit_promela(folder: Path, fr) -> None:
+def emit_promela(folder: Path, fr, source: Path) -> None:
+    """One `.pml` and `.lines.json` per kernel; the file name carries the source's relative path so
+    same-named files in different folders do not overwrite each other."""
     folder.mkdir(parents=True, exist_ok=True)
-    stem = Path(fr.path).stem
+    rel = os.path.relpath(source.resolve(), Path.cwd())
+    stem = rel.replace(os.sep, "__").replace("..", "up").removesuffix(".py")
     for kr in fr.kernels:
         if kr.promela is None:
             continue

@@ -115,7 +115,10 @@ def _group_steps(res: RunResult, pm: PromelaModel):
 def _barrier_state(values: dict, b: Optional[int]) -> str:
     if b is None:
         return ""
-    p, t, ph = values.get(f"mb_p[{b}]"), values.get(f"mb_t[{b}]"), values.get(f"mb_ph[{b}]")
+    # The trail prints a variable only when it changes: fields still at 0 are absent.
+    if values.get(f"mb_in[{b}]", "0") == "0" and f"mb_p[{b}]" not in values:
+        return ""
+    p, t, ph = (values.get(f"mb_p[{b}]", "0"), values.get(f"mb_t[{b}]", "0"), values.get(f"mb_ph[{b}]", "0"))
     parts = []
     if p is not None:
         parts.append(f"pending {p}")

@@ -241,10 +241,11 @@ def check_model(text: str, tools: Tools, *, timeout: float = 20.0, depth: int = 
 
 def parse_pan(out: str) -> RunResult:
     res = RunResult(status="ok", raw=out)
-    m = re.search(r"(\d+) states, stored", out)
-    res.states = int(m.group(1)) if m else 0
-    m = re.search(r"(\d+) transitions", out)
-    res.transitions = int(m.group(1)) if m else 0
+    # pan prints counts with %g: 1.2345678e+08 from a hundred million on.
+    m = re.search(r"([\d.]+(?:e[+-]?\d+)?) states, stored", out)
+    res.states = int(float(m.group(1))) if m else 0
+    m = re.search(r"([\d.]+(?:e[+-]?\d+)?) transitions", out)
+    res.transitions = int(float(m.group(1))) if m else 0
     m = re.search(r"depth reached (\d+)", out)
     res.depth = int(m.group(1)) if m else 0
     if re.search(r"pan:\d+:\s+assertion violated", out):

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from urllib.parse import quote
 
 from ..api import __version__
 from ..findings import CODES, INCONCLUSIVE_CODE, UNMODELED_CODE, docs_url
@@ -39,8 +41,11 @@ def to_text(results: list, errors: list, *, show_trace: bool = True, verbose: bo
                 summary = f"{fr.path}:{kr.line}: {kr.qualname}: {kr.verdict}"
                 if kr.verdict == "verified":
                     b = kr.bounds
-                    summary += (f" within loop bound {b.get('loop')}, stages {b.get('stages')}, cluster "
-                                f"{b.get('cluster')} ({b.get('states')} states)")
+                    parts = [f"loop bound {b['loop']}" if b.get("loop") else "no runtime loops"]
+                    if b.get("stages"):
+                        parts.append(f"{b['stages']} stages")
+                    parts.append(f"cluster {b.get('cluster')}")
+                    summary += f" within {', '.join(parts)} ({b.get('states')} states)"
                 out.append(summary)
                 if verbose:
                     for a in kr.assumptions:
@@ -67,6 +72,10 @@ def to_sarif(results: list, errors: list, tools: dict) -> str:
                   "helpUri": docs_url(INCONCLUSIVE_CODE)})
     res = []
 
+    def uri(path):
+        p = Path(path)
+        return p.resolve().as_uri() if p.is_absolute() else quote(p.as_posix())
+
     def region(span):
         return {"startLine": span.line, "startColumn": span.column, "endLine": span.end_line,
                 "endColumn": span.end_column}
@@ -76,17 +85,17 @@ def to_sarif(results: list, errors: list, tools: dict) -> str:
             for f in kr.findings:
                 item = {
                     "ruleId": f.code, "level": "error", "message": {"text": f.message},
-                    "locations": [{"physicalLocation": {"artifactLocation": {"uri": fr.path},
+                    "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri(fr.path)},
                                                         "region": region(f.span)}}],
                     "relatedLocations": [
                         {"id": i, "message": {"text": r.message},
-                         "physicalLocation": {"artifactLocation": {"uri": r.path}, "region": region(r.span)}}
+                         "physicalLocation": {"artifactLocation": {"uri": uri(r.path)}, "region": region(r.span)}}
                         for i, r in enumerate(f.related)],
                 }
                 if f.fixes:
                     item["fixes"] = [{
                         "description": {"text": fx.title + ("" if fx.verified else " (not verified)")},
-                        "artifactChanges": [{"artifactLocation": {"uri": e.path},
+                        "artifactChanges": [{"artifactLocation": {"uri": uri(e.path)},
                                              "replacements": [{"deletedRegion": region(e.span),
                                                                "insertedContent": {"text": e.new_text}}]}
                                             for e in fx.edits]} for fx in f.fixes]
@@ -94,12 +103,12 @@ def to_sarif(results: list, errors: list, tools: dict) -> str:
             for u in kr.unmodeled:
                 res.append({"ruleId": UNMODELED_CODE, "level": "note",
                             "message": {"text": f"unmodeled: {u.construct}: {u.why}"},
-                            "locations": [{"physicalLocation": {"artifactLocation": {"uri": fr.path},
+                            "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri(fr.path)},
                                                                 "region": {"startLine": u.line}}}]})
             if kr.verdict == "inconclusive":
                 res.append({"ruleId": INCONCLUSIVE_CODE, "level": "warning",
                             "message": {"text": f"{kr.qualname}: inconclusive: {kr.reason}"},
-                            "locations": [{"physicalLocation": {"artifactLocation": {"uri": fr.path},
+                            "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri(fr.path)},
                                                                 "region": {"startLine": kr.line}}}]})
     doc = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
