@@ -14,10 +14,11 @@ from typing import Iterator, Optional
 
 from . import ir
 from .config import Settings
-from .engine.spin import Cancelled, CancelToken, RunResult, ToolError, Tools, check_model, find_tools
+from .engine.spin import (Cancelled, CancelToken, InternalError, RunResult, ToolError, Tools, check_model,
+                          find_tools)
 from .findings import Finding, findings_from_run, is_suppressed, static_findings
 from .frontend import FrontendError, build_models
-from .model.promela import PromelaModel, TooManyGroups, lower
+from .model.promela import ModelTooLarge, PromelaModel, TooManyGroups, lower
 
 __version__ = "0.1.0"
 
@@ -105,9 +106,11 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
     assumptions = list(k.assumptions)
     try:
         pm = lower(k)
-    except TooManyGroups as e:
+    except (TooManyGroups, ModelTooLarge) as e:
         reason = f"model too large: {e}"
-    if pm is not None and not findings:
+    if pm is not None and not findings and not k.processes:
+        assumptions.append("the kernel has no synchronization operations")
+    elif pm is not None and not findings:
         key = model_key(pm.text, settings, tools)
         run = CACHE.get(key)
         if run is None:
@@ -169,6 +172,8 @@ def check_source(text: str, path: str, settings: Settings, token: Optional[Cance
         kernels = list(iter_check(text, path, settings, token))
     except FrontendError as e:
         return FileResult(path, [], error=f"cannot analyze {path}: {e}")
+    except InternalError as e:
+        return FileResult(path, [], error=f"internal error (a cutespin bug; please report it): {e}")
     if with_fixes and settings.verify_fixes:
         from .fixes import attach_fixes
         for kr in kernels:

@@ -141,6 +141,9 @@ def cmd_check(args) -> int:
         except ToolError as e:
             print(f"cutespin: error: {e}", file=sys.stderr)
             return EXIT_ERROR
+        except Exception as e:  # noqa: BLE001 - a crash on one file must not hide the others
+            errors.append((str(f), f"internal error (a cutespin bug; please report it): {_crash_summary(e)}"))
+            continue
         if fr.error:
             errors.append((str(f), fr.error))
             continue
@@ -172,6 +175,13 @@ def cmd_check(args) -> int:
         from .report import to_text
         sys.stdout.write(to_text(results, errors, show_trace=not args.no_trace, verbose=args.verbose))
     return exit_code(results, errors, args.allow_inconclusive)
+
+
+def _crash_summary(e: BaseException) -> str:
+    import traceback
+    frames = traceback.extract_tb(e.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    return f"{type(e).__name__}: {e}{where}"
 
 
 def exit_code(results, errors, allow_inconclusive=False) -> int:

@@ -44,6 +44,14 @@ class Cancelled(Exception):
     pass
 
 
+class InternalError(Exception):
+    """cutespin produced something SPIN or the compiler rejects: a bug in cutespin, never a verdict."""
+
+
+class BoundHit(Exception):
+    """A tool ran past its time budget."""
+
+
 @dataclass
 class CancelToken:
     """Cancellation shared with whoever runs the check; kills the running tool's process group."""
@@ -172,7 +180,7 @@ def _run(cmd, cwd, timeout, token: Optional[CancelToken], interrupt_after: Optio
             else:
                 _kill_group(p)
                 out, _ = p.communicate()
-                raise ToolError(f"`{os.path.basename(cmd[0])}` did not finish within {timeout:.0f} s") from None
+                raise BoundHit(f"`{os.path.basename(cmd[0])}` did not finish within {timeout:.1f} s") from None
     finally:
         if token is not None:
             token.unregister(p)
@@ -199,32 +207,42 @@ def check_model(text: str, tools: Tools, *, timeout: float = 20.0, depth: int = 
         with open(pml, "w") as fh:
             fh.write(text)
         t0 = time.monotonic()
-        rc, out, _ = _run([tools.spin, "-a", "m.pml"], tmp, timeout, token)
+        try:
+            rc, out, _ = _run([tools.spin, "-a", "m.pml"], tmp, timeout, token)
+        except BoundHit:
+            return RunResult(status="incomplete", incomplete="time", seconds=time.monotonic() - start)
         timings["spin_a"] = time.monotonic() - t0
         if rc != 0 or not os.path.exists(os.path.join(tmp, "pan.c")):
-            raise ToolError(f"`spin -a` rejected the generated model (internal error):\n{out.strip()[:2000]}")
+            raise InternalError(f"`spin -a` rejected the generated model:\n{out.strip()[:2000]}")
         vectorsz = 4096 if len(text) > 50_000 else 2048
         t0 = time.monotonic()
         cc = [tools.compiler, "-DSAFETY", f"-DMEMLIM={int(memory_mb)}", f"-DVECTORSZ={vectorsz}", "-o", "pan", "pan.c"]
         if tools.compiler_name != "tcc":
             cc.insert(1, "-O1")
-        rc, out, _ = _run(cc, tmp, timeout, token)
+        try:
+            rc, out, _ = _run(cc, tmp, max(1.0, timeout - (time.monotonic() - start)), token)
+        except BoundHit:
+            return RunResult(status="incomplete", incomplete="time", seconds=time.monotonic() - start)
         timings["compile"] = time.monotonic() - t0
         if rc != 0:
-            raise ToolError(f"`{tools.compiler_name}` could not build pan.c:\n{out.strip()[:2000]}")
+            raise InternalError(f"`{tools.compiler_name}` could not build pan.c:\n{out.strip()[:2000]}")
         remaining = max(0.5, timeout - (time.monotonic() - start))
         t0 = time.monotonic()
         rc, out, interrupted = _run(["./pan", "-n", f"-m{depth}", f"-w{_hash_width(200_000)}", "-c1"], tmp,
                                     remaining, token, interrupt_after=remaining)
         timings["pan"] = time.monotonic() - t0
         if rc < 0 or ("pan:" not in out and "State-vector" not in out and "errors:" not in out):
-            raise ToolError(f"pan crashed (exit {rc}); its output:\n{out.strip()[-2000:]}")
+            raise ToolError(f"SPIN's verifier (pan) crashed (exit {rc}); check the SPIN and compiler "
+                            f"installation. Its output:\n{out.strip()[-2000:]}")
         res = parse_pan(out)
         if interrupted and res.status == "ok":
             res.status, res.incomplete = "incomplete", "time"
         if res.status == "error":
             t0 = time.monotonic()
-            rc, trail, _ = _run([tools.spin, "-t", "-p", "-g", "-l", "-k", "m.pml.trail", "m.pml"], tmp, 30, token)
+            try:
+                rc, trail, _ = _run([tools.spin, "-t", "-p", "-g", "-l", "-k", "m.pml.trail", "m.pml"], tmp, 30, token)
+            except BoundHit:
+                trail = ""
             timings["trail"] = time.monotonic() - t0
             parse_trail(trail, res)
         if keep_dir:

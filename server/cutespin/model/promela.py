@@ -20,6 +20,10 @@ from typing import Optional
 from .. import ir
 
 WORD_BITS = 32
+MAX_GROUPS = 15
+MAX_DSTEPS = 2000
+DSTEP_CHUNK = 16  # statements per d_step (SPIN rejects very long d_step sequences)
+MAX_MODEL_LINES = 40_000
 
 
 @dataclass
@@ -58,7 +62,11 @@ class PromelaModel:
 
 
 class TooManyGroups(Exception):
-    pass
+    """The model would need more visibility bits than a Promela int holds."""
+
+
+class ModelTooLarge(Exception):
+    """The unrolled model is beyond what SPIN handles interactively."""
 
 
 
@@ -75,6 +83,7 @@ class Lowering:
         self.pending_acquire: dict = {}
         self.pending_global: dict = {}
         self.inited_by: dict = {}
+        self.dsteps = 0
         self._plan()
 
     # ------------------------------------------------------------------ planning
@@ -140,8 +149,9 @@ class Lowering:
                     elif isinstance(op, ir.TmaStore) and any(
                             r is not None and r.index in self.tracked_ids for r in (op.region, op.dest)):
                         need.add(self.bulk_group[pi].index)
-        if len(need) > WORD_BITS // 2:
-            raise TooManyGroups(f"{len(need)} agents access shared buffers; at most {WORD_BITS // 2} are modeled")
+        # Bits 0..29 only: a Promela int is signed 32-bit, so bit 31 would overflow a literal.
+        if len(need) > MAX_GROUPS:
+            raise TooManyGroups(f"{len(need)} agents access shared buffers; at most {MAX_GROUPS} are modeled")
         for slot, gi in enumerate(sorted(need)):
             self.groups[gi].bit = slot
         # Holders of visibility bits, per tracked region.
@@ -267,7 +277,18 @@ class Lowering:
         return f"if :: (mb_p[{b}] == 0 && mb_t[{b}] == 0) -> {body} :: else -> skip fi"
 
     def dstep(self, stmts: list) -> str:
-        return "d_step { " + "; ".join(stmts) + " }"
+        """One op's effect as d_steps on one line. SPIN limits the size of a d_step, so long
+        effects are split; inside the process's atomic body the pieces still run back to back
+        (only the first can be a blocking guard)."""
+        chunks = [stmts[i:i + DSTEP_CHUNK] for i in range(0, len(stmts), DSTEP_CHUNK)] or [["skip"]]
+        out = []
+        for c in chunks:
+            # SPIN accepts at most ~2047 d_step sequences per model; past that, atomic blocks give
+            # the same semantics (no interleaving, a leading guard blocks), only slower.
+            self.dsteps += 1
+            kw = "d_step" if self.dsteps < MAX_DSTEPS else "atomic"
+            out.append(kw + " { " + "; ".join(c) + " }")
+        return "; ".join(out)
 
     def emit(self, text: str, info: Optional[LineInfo]):
         self.lines.append((text, info))
@@ -590,7 +611,7 @@ class Lowering:
                     tg = self.tma_group[pi]
                     stmts.append(f"br{b}_{r} = br{b}_{r} | {self.W(tg)}")
                 stmts.append(self.complete_phase(b))
-                self.emit("  :: " + self.dstep(stmts),
+                self.emit("  :: atomic { " + self.dstep(stmts) + " }",
                           LineInfo(None, "TMA unit", f"completes a TMA load on {k.barriers[b].name}", "tma_complete", b, r))
             L("  od", None)
             L("}", None)
@@ -609,6 +630,9 @@ class Lowering:
         L("  }", None)
         L("}", None)
         text_lines = [t for t, _ in self.lines]
+        if len(text_lines) > MAX_MODEL_LINES:
+            raise ModelTooLarge(f"the unrolled model has {len(text_lines)} Promela lines (limit {MAX_MODEL_LINES}); "
+                                f"pin a smaller loop bound or fewer stages")
         table = {i + 1: info for i, (_, info) in enumerate(self.lines) if info is not None}
         return PromelaModel("\n".join(text_lines) + "\n", table, proc_names, self.groups, self.tracked,
                             {b.index: b.name for b in k.barriers}, {f.index: f.name for f in k.flags},
