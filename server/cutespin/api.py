@@ -129,10 +129,16 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
         findings = kept
     if pm is not None and pm.notes:
         reason = reason or "; ".join(pm.notes)
-    if findings:
+    if findings and k.unmodeled and not all(f.data.get("static") for f in findings):
+        # The model lacks something the kernel does: the counterexample may not be real.
+        verdict = "inconclusive"
+        reason = ("unmodeled constructs: " + "; ".join(f"{u.construct} (line {u.line})" for u in k.unmodeled)
+                  + f"; the partial model has a possible {findings[0].kind}, which those constructs may prevent")
+        for f in findings:
+            f.possible = True
+            f.message = "possible " + f.message + " (found in a partial model: see the unmodeled constructs)"
+    elif findings:
         verdict = "counterexample"
-        if k.unmodeled:
-            assumptions.append("unmodeled constructs (listed) may change this counterexample")
     elif suppressed:
         verdict = "inconclusive"
         reason = "the counterexample found was suppressed; the search stops at the first error"

@@ -79,6 +79,7 @@ class Finding:
     fixes: list = field(default_factory=list)  # list[Fix]
     steps: list = field(default_factory=list)  # list[TraceStep]
     data: dict = field(default_factory=dict)  # what fixes and hover need (barrier, region, ...)
+    possible: bool = False  # found in a partial model (unmodeled constructs): may be spurious
 
     @property
     def code(self) -> str:
@@ -86,7 +87,7 @@ class Finding:
 
     @property
     def severity(self) -> str:
-        return SEVERITY[self.kind]
+        return "warning" if self.possible else SEVERITY[self.kind]
 
     def to_json(self) -> dict:
         return {

@@ -281,3 +281,19 @@ if cute.arch.warp_idx() == 0:
     m = model(src)
     assert [f.kind for f in m.static_findings] == ["overrun"]
     assert m.static_findings[0].span.line == line_of(src, "10**9")
+
+
+def test_self_attributes_set_differently_on_two_branches_are_unknown():
+    src = kernel_source("""\
+nb = pipeline.NamedBarrier(barrier_id=1, num_threads=32 * len(self.comm_warps))
+nb.arrive_and_wait()
+""", init="""\
+if self.use_comm:
+    self.comm_warps = (0, 1)
+else:
+    self.comm_warps = ()
+""").replace("    def __init__(self):", "    def __init__(self, use_comm=True):")
+    src = src.replace("if self.use_comm:", "if use_comm:")
+    m = model(src)
+    assert any(u.construct == "named barrier" for u in m.unmodeled)
+    assert not m.static_findings

@@ -52,19 +52,34 @@ def _quiet_interp(info, self_obj, methods, env=None, cta=0, warp=0, cluster=1):
     return it
 
 
-def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict) -> SelfObj:
+def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict) -> SelfObj:
+    """`self.*` attributes as the class's methods set them (`__init__` first), interpreted with
+    their control flow: an attribute set differently on two branches becomes unknown. A value
+    folded by one method is kept when a later method re-assigns it from something unknown."""
     self_obj = SelfObj({})
-    it = _quiet_interp(info, self_obj, methods)
-    for attr, expr in self_assignments(site.cls):
-        try:
-            val = it.eval(expr)
-        except (I.Unsupported, RecursionError):
-            val = Unknown(f"self.{attr}")
-        prev = self_obj.attrs.get(attr)
-        # Keep a folded value over a later unknown re-assignment (e.g. `__call__` re-derives it).
-        if prev is not None and not isinstance(prev, Unknown) and isinstance(val, Unknown):
+    assigned = {attr for attr, _ in self_assignments(site.cls)}
+    order = ["__init__"] + [m for m in methods if m != "__init__"]
+    for name in order:
+        fn = methods.get(name)
+        if fn is None or fn is site.node:
             continue
-        self_obj.attrs[attr] = val
+        before = dict(self_obj.attrs)
+        it = _quiet_interp(info, self_obj, methods)
+        it.no_inline.add(site.node)
+        for p in fn.params.params:
+            n = p.name.value
+            if n != "self":
+                hit, pv = _pin_matches(n, pins)
+                it.env[n] = pv if hit else Unknown(f"host argument {n}")
+        try:
+            it.exec_block(fn.body)
+        except (I.Unsupported, I._Return, RecursionError):
+            pass
+        for attr, val in before.items():
+            if isinstance(self_obj.attrs.get(attr), Unknown) and not isinstance(val, Unknown):
+                self_obj.attrs[attr] = val
+    for attr in assigned:
+        self_obj.attrs.setdefault(attr, Unknown(f"self.{attr}"))
     return self_obj
 
 
@@ -91,7 +106,7 @@ def _param_default(param: cst.Param, ann: str, name: str):
 def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> KernelEnv:
     methods = class_methods(site.cls)
     pins = {**settings.kernel_pins.get(site.qualname, {}), **site.pins}
-    self_obj = _fold_self(info, site, methods) if site.cls is not None else None
+    self_obj = _fold_self(info, site, methods, pins) if site.cls is not None else None
     assumptions: list = []
     if self_obj is not None:
         for attr, val in list(self_obj.attrs.items()):

@@ -134,7 +134,11 @@ class Lowering:
                             touch.setdefault(op.dest.index, set()).add(("bulkw", pi))
                             writes.setdefault(op.dest.index, set()).add(("bulkw", pi))
                             self.tma_store_dests.add(op.dest.index)
-        self.tracked = [r for r in k.regions if len(touch.get(r.index, ())) >= 2 and writes.get(r.index)]
+        # Global memory is only a handoff when CTAs signal each other through flags; otherwise
+        # warps write disjoint parts of their outputs and a whole-tensor region would only raise
+        # false alarms.
+        self.tracked = [r for r in k.regions if len(touch.get(r.index, ())) >= 2 and writes.get(r.index)
+                        and (r.space != "gmem" or k.flags)]
         self.tracked_ids = {r.index for r in self.tracked}
         # Which groups need bits.
         need = set()

@@ -84,7 +84,7 @@ def to_sarif(results: list, errors: list, tools: dict) -> str:
         for kr in fr.kernels:
             for f in kr.findings:
                 item = {
-                    "ruleId": f.code, "level": "error", "message": {"text": f.message},
+                    "ruleId": f.code, "level": "warning" if f.possible else "error", "message": {"text": f.message},
                     "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri(fr.path)},
                                                         "region": region(f.span)}}],
                     "relatedLocations": [
