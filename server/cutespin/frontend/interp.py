@@ -289,17 +289,25 @@ class KernelInterp:
 
     def choice(self, bodies, node):
         env0 = dict(self.env)
-        outs, envs = [], []
+        attrs0 = dict(self.self_obj.attrs) if self.self_obj is not None else None
+        outs, envs, attrs = [], [], []
         for body in bodies:
             self.env = dict(env0)
+            if attrs0 is not None:
+                self.self_obj.attrs = dict(attrs0)
             saved_out = self.out
             self.out = []
             if body is not None:
                 self.exec_block(body)
             outs.append(self.out)
             envs.append(self.env)
+            if attrs0 is not None:
+                attrs.append(self.self_obj.attrs)
             self.out = saved_out
         self.env = self.merge_envs(envs, node)
+        if attrs0 is not None:
+            # `self.x` set differently on the two branches is unknown afterwards.
+            self.self_obj.attrs = self.merge_envs(attrs, node)
         if any(outs):
             self.emit(ir.Choice(self.span(node), outs))
 
