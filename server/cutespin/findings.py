@@ -102,12 +102,13 @@ def _group_steps(res: RunResult, pm: PromelaModel):
     out = []
     last = None
     for s in res.steps:
-        key = (s.depth, s.pid)
+        # One op may be several transitions on one Promela line (a split d_step): one step.
+        key = (s.pid, s.line)
         if key == last:
             continue
         last = key
         info = pm.lines.get(s.line)
-        if info is None or info.span is None and info.op != "tma_complete":
+        if info is None or info.span is None and info.op != "tma_complete" or info.op == "untracked":
             continue
         out.append((s, info))
     return out

@@ -409,8 +409,8 @@ class Lowering:
             r = op.region.index
             verb = "writes" if op.write else "reads"
             if r not in self.tracked_ids:
-                self.emit(indent + "skip", info(f"{verb} {op.region.name}", "store" if op.write else "load",
-                                                region=r))
+                # Not a handoff buffer: kept for the line table, left out of traces.
+                self.emit(indent + "skip", info(f"{verb} {op.region.name}", "untracked", region=r))
                 return
             stmts = []
             if op.region.space == "smem" and op.region.cta != p.cta:
