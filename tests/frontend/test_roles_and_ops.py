@@ -242,7 +242,7 @@ cute.arch.mbarrier_wait(bar, runtime_phase)
 """)
     m = model(src)
     constructs = {u.construct: u.line for u in m.unmodeled}
-    assert constructs["pipeline.create"] == line_of(src, "PipelineTmaAsync.create")
+    assert constructs["PipelineTmaAsync.create"] == line_of(src, "PipelineTmaAsync.create")
     assert any(u.construct == "mbarrier wait" for u in m.unmodeled)
 
 

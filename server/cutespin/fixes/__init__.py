@@ -232,7 +232,7 @@ def fix_expected_count(f: Finding, k, src) -> list:
     if init is None or init.count - pending <= 0:
         return []
     call = src.call_at(init.span)
-    if call is None or len(call.args) < 2:
+    if call is None or len(call.args) < 2 or not src.code(call.func).endswith("mbarrier_init"):
         return []
     new = str(init.count - pending)
     return [Fix(f"Set the expected arrival count of {k.barriers[bar_idx].name.split(' (')[0]} to {new}",
@@ -312,11 +312,19 @@ def fix_arrival_count_mismatch(f: Finding, k, src) -> list:
             continue
         per_phase = totals // n
         call = src.call_at(init.span)
-        if call is None or len(call.args) < 2:
+        if call is None:
             continue
         name = bar.name.split(" (")[0]
-        out.append(Fix(f"Set the expected arrival count of {name} to {per_phase} (the arrivals each phase receives)",
-                       [S.edit(f.path, S.replace_node(src, call.args[1].value, str(per_phase)))]))
+        if src.code(call.func).endswith("mbarrier_init") and len(call.args) >= 2:
+            out.append(Fix(f"Set the expected arrival count of {name} to {per_phase} (the arrivals each phase "
+                           f"receives)", [S.edit(f.path, S.replace_node(src, call.args[1].value, str(per_phase)))]))
+        elif src.code(call.func).endswith(".create"):
+            # A pipeline: the count comes from its producer (full) or consumer (empty) group.
+            side = "consumer_group" if ".empty" in name else "producer_group"
+            size = src.group_size_argument(call, side)
+            if size is not None:
+                out.append(Fix(f"Size the pipeline's {side.replace('_', ' ')} to {per_phase} arrivals per phase "
+                               f"(what its releases deliver)", [S.edit(f.path, S.replace_node(src, size, str(per_phase)))]))
     return out
 
 

@@ -98,6 +98,30 @@ class Source:
                 return anc
         return None
 
+    def group_size_argument(self, create_call: cst.Call, keyword: str):
+        """The size argument of the `CooperativeGroup(agent, size)` passed as `keyword=` to a
+        pipeline's create (directly or through a local variable)."""
+        arg = next((a.value for a in create_call.args if a.keyword is not None and a.keyword.value == keyword), None)
+        if isinstance(arg, cst.Name):
+            fn = next((a for a in self.ancestors(create_call) if isinstance(a, cst.FunctionDef)), None)
+            arg = self._assigned_value(fn, arg.value) if fn is not None else None
+        if isinstance(arg, cst.Call) and self.code(arg.func).endswith("CooperativeGroup"):
+            sized = [a for a in arg.args if a.keyword is None or a.keyword.value == "size"]
+            if len(sized) >= 2:
+                return sized[1].value
+        return None
+
+    def _assigned_value(self, fn, name: str):
+        found = []
+
+        class V(cst.CSTVisitor):
+            def visit_Assign(self, n):
+                if len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name) and n.targets[0].target.value == name:
+                    found.append(n.value)
+
+        fn.visit(V())
+        return found[-1] if len(found) == 1 else None
+
     def function_at_line(self, line: int) -> Optional[cst.FunctionDef]:
         for node in self.nodes(cst.FunctionDef):
             if self.pos[node.name].start.line == line:

@@ -230,8 +230,8 @@ class _Numbering:
     def barrier(self, s: Smem) -> ir.Barrier:
         key = (s.alloc, s.cta, s.offset + (s.stage or 0))
         if key not in self.barriers:
-            idx = s.offset + (s.stage or 0)
-            name = f"{s.label}[{idx}]" if idx or s.stages else s.label
+            idx = s.offset + (s.stage or 0) - s.label_base
+            name = f"{s.label}[{idx}]" if idx or s.stages or s.label_base else s.label
             self.barriers[key] = ir.Barrier(len(self.barriers), s.cta, f"{name} (CTA {s.cta})")
         return self.barriers[key]
 

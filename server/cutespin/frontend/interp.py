@@ -15,6 +15,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from .. import ir
+from . import pipelines as P
 from .discover import ModuleInfo, canonical, qualify
 from .values import _flatten as _flat
 from .values import (
@@ -268,12 +269,12 @@ class KernelInterp:
         if isinstance(cond, LaneVal):
             tmask = sum(1 << i for i, v in enumerate(cond.vals) if v)
             saved = self.mask
-            env0 = dict(self.env)
+            env0 = _fresh_env(self.env)
             self.mask = saved & tmask
             if self.mask:
                 self.exec_block(then_body)
             env_then = self.env
-            self.env = dict(env0)
+            self.env = _fresh_env(env0)
             self.mask = saved & ~tmask & FULL_MASK
             if self.mask and else_body is not None:
                 self.exec_block(else_body)
@@ -292,7 +293,7 @@ class KernelInterp:
         attrs0 = dict(self.self_obj.attrs) if self.self_obj is not None else None
         outs, envs, attrs = [], [], []
         for body in bodies:
-            self.env = dict(env0)
+            self.env = _fresh_env(env0)
             if attrs0 is not None:
                 self.self_obj.attrs = dict(attrs0)
             saved_out = self.out
@@ -547,6 +548,8 @@ class KernelInterp:
             return base["xyz".index(attr)] if len(base) > "xyz".index(attr) else Unknown("dim")
         if isinstance(base, Layout) and attr == "shape":
             return base.shape
+        if isinstance(base, (P.PipeState, P.Handle, P.Participant)):
+            return P.attribute(base, attr)
         return Unknown(f"attribute {attr}")
 
     def eval_Tuple(self, node):
@@ -740,6 +743,9 @@ class KernelInterp:
         target = self.eval(func)
         if isinstance(target, FuncRef):
             return self.inline(target, args, kwargs, node)
+        if isinstance(target, ModuleRef) and target.qualname.endswith(".create") and ".pipeline." in (
+                "." + target.qualname):
+            return P.create(self, target.qualname.rsplit(".", 2)[-2], args, kwargs, node)
         name = canonical(target.qualname) if isinstance(target, ModuleRef) else self.callee_name(func)
         handler = CALLS.get(name)
         if handler is not None:
@@ -763,6 +769,14 @@ class KernelInterp:
         return Unknown(f"result of {name or 'call'}")
 
     def call_method(self, base, meth, args, kwargs, node):
+        if isinstance(base, (P.Pipeline, P.TmaStorePipeline)):
+            return P.method(self, base, meth, args, kwargs, node)
+        if isinstance(base, P.PipeState):
+            return P.state_method(self, base, meth, args, node)
+        if isinstance(base, P.Participant):
+            return P.participant_method(self, base, meth, args, kwargs, node)
+        if isinstance(base, P.Handle):
+            return P.handle_method(self, base, meth, node)
         if isinstance(base, Allocator):
             return self.alloc_method(base, meth, args, kwargs, node)
         if isinstance(base, Smem):
@@ -1529,6 +1543,8 @@ CALLS: dict = {
     "pipeline.arrive": h_pipeline_arrive, "pipeline.arrive_and_wait": h_pipeline_arrive_and_wait,
     "pipeline.pipeline_init_arrive": h_init_arrive, "pipeline.pipeline_init_wait": h_init_wait,
     "SmemAllocator": h_allocator, "const_expr": h_const_expr, "print": h_printf,
+    "pipeline.CooperativeGroup": P.h_cooperative_group, "pipeline.make_pipeline_state": P.h_make_state,
+    "pipeline.PipelineState": P.h_pipeline_state, "cute.nvgpu.tcgen05.commit": P.h_tcgen05_commit,
 }
 for _n in ("Int32", "Int64", "Uint32", "Uint64", "Int8", "Int16", "Uint8", "Uint16", "Boolean", "Float32",
            "Float16", "BFloat16", "Float64"):
@@ -1552,6 +1568,19 @@ def _builtin(name, args):
     except TypeError:
         pass
     return Unknown(f"result of {name}")
+
+
+def _fresh_env(env: dict) -> dict:
+    """A copy of an environment whose mutable pipeline states are copied too (each branch of a
+    runtime choice advances its own)."""
+    out = {}
+    for k, v in env.items():
+        if isinstance(v, P.PipeState):
+            v = v.copy()
+        elif isinstance(v, P.Participant):
+            v = P.Participant(v.pipe, v.side, v.state.copy())
+        out[k] = v
+    return out
 
 
 def as_dtype(v):

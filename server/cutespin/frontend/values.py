@@ -50,6 +50,7 @@ class Smem:
     stages: Optional[int] = None
     nbytes: Optional[int] = None  # bytes of one stage (None when unknown)
     remote: bool = False
+    label_base: int = 0  # offset that index 0 of `label` starts at (a pipeline's empty array)
 
     def at(self, **kw) -> "Smem":
         return replace(self, **kw)
