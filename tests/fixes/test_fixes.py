@@ -21,6 +21,9 @@ CASES = [
     ("tma_ring_wrap_parity.py", "CS101", "Flip `phase` when the stage index wraps", (120, "phase ^= 1"), True),
     ("dsmem_jacobi_exit.py", "CS701", "trailing cluster barrier", (142, "cute.arch.cluster_arrive()"), True),
     ("cluster_exit_peer_arrive.py", "CS701", "trailing cluster barrier", (69, "cute.arch.cluster_wait()"), True),
+    ("pipeline_tma_consumer_count.py", "CS101", "Size the pipeline's consumer group to 2", (62, "2"), True),
+    ("pipeline_async_handles_race.py", "CS201", "sync_warp() before the elected arrive", (51, "cute.arch.sync_warp()"), True),
+    ("pipeline_async_handles_race.py", "CS201", "Make all 32 lanes commit", (51, "handle.commit()"), True),
 ]
 
 _cache = {}

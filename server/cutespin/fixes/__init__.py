@@ -118,9 +118,26 @@ def fix_all_lanes_arrive(f: Finding, k, src) -> list:
         if body is None:
             continue
         call = src.call_at(init.span)
-        if call is None or len(call.args) < 2:
+        if call is None:
             continue
-        count_arg = call.args[1].value
+        if src.code(call.func).endswith("mbarrier_init") and len(call.args) >= 2:
+            count_arg = call.args[1].value
+        elif src.code(call.func).endswith(".create"):
+            side = "consumer_group" if ".empty" in op.bar.name else "producer_group"
+            count_arg = src.group_size_argument(call, side)
+            if count_arg is None:
+                count_arg = src.group_agent_argument(call, side)
+                if count_arg is None:
+                    continue
+                edits_extra = [S.edit(f.path, S.add_keyword(src, src.parent_call(count_arg), "size", str(lanes)))]
+                body = src.with_body_dedented(with_stmt)
+                if body is None:
+                    continue
+                fixes.append(Fix(f"Make all {lanes} lanes commit (group size {lanes}, drop the elect_one guard)",
+                                 [S.edit(f.path, S.replace_node(src, with_stmt, body))] + edits_extra))
+                break
+        else:
+            continue
         new_count = _times(src.code(count_arg), lanes)
         edits = [S.edit(f.path, S.replace_node(src, with_stmt, body)),
                  S.edit(f.path, S.replace_node(src, count_arg, new_count))]

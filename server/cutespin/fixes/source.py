@@ -111,6 +111,19 @@ class Source:
                 return sized[1].value
         return None
 
+    def group_agent_argument(self, create_call: cst.Call, keyword: str):
+        """The agent argument of a `CooperativeGroup(agent)` given without a size."""
+        arg = next((a.value for a in create_call.args if a.keyword is not None and a.keyword.value == keyword), None)
+        if isinstance(arg, cst.Name):
+            fn = next((a for a in self.ancestors(create_call) if isinstance(a, cst.FunctionDef)), None)
+            arg = self._assigned_value(fn, arg.value) if fn is not None else None
+        if isinstance(arg, cst.Call) and self.code(arg.func).endswith("CooperativeGroup") and len(arg.args) == 1:
+            return arg.args[0].value
+        return None
+
+    def parent_call(self, node) -> Optional[cst.Call]:
+        return next((a for a in self.ancestors(node) if isinstance(a, cst.Call)), None)
+
     def _assigned_value(self, fn, name: str):
         found = []
 
