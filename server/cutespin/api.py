@@ -109,7 +109,8 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
     except (TooManyGroups, ModelTooLarge) as e:
         reason = f"model too large: {e}"
     if pm is not None and not findings and not k.processes:
-        assumptions.append("the kernel has no synchronization operations")
+        if not k.unmodeled:
+            assumptions.append("the kernel has no synchronization operations")
     elif pm is not None and not findings:
         key = model_key(pm.text, settings, tools)
         run = CACHE.get(key)
@@ -195,5 +196,13 @@ def promela_for(text: str, path: str, settings: Settings, qualname: str) -> Opti
     return None
 
 
+def sync_lines(kr: KernelResult) -> list:
+    """Source lines of the operations the kernel's model contains (barriers, arrives, waits,
+    copies, tracked accesses), for editor hovers on a verified kernel's barrier lines."""
+    if kr.promela is None:
+        return []
+    return sorted({i.span.line for i in kr.promela.lines.values() if i.span is not None})
+
+
 __all__ = ["check_source", "iter_check", "run_kernel", "KernelResult", "FileResult", "ToolError", "Cancelled",
-           "CancelToken", "FrontendError", "promela_for"]
+           "CancelToken", "FrontendError", "promela_for", "sync_lines"]

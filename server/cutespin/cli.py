@@ -108,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--spin", help="path of the spin executable")
     s = sub.add_parser("serve", help="run the language server over stdio")
     s.add_argument("--stdio", action="store_true", help="accepted for compatibility; stdio is the only transport")
+    s.add_argument("--log-file", metavar="FILE", help="write the server's log to FILE (never to stdout)")
+    s.add_argument("-v", "--verbose", action="store_true", help="debug-level logging")
     return ap
 
 
@@ -223,7 +225,7 @@ def main(argv=None) -> int:
             print("cutespin: error: the language server is not part of this build yet "
                   "(it needs `pip install pygls lsprotocol` and the lsp module)", file=sys.stderr)
             return EXIT_ERROR
-        return serve()
+        return serve(log_file=args.log_file, verbose=args.verbose)
     ap.print_help(sys.stderr)
     return EXIT_ERROR
 

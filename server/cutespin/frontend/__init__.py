@@ -395,6 +395,17 @@ def _units_in(ops, unknown_bars, names):
                 expect.tx += 1
 
 
+def _abandoned(site, path, def_span, ctas, cluster, warps, registry, settings, env, bound) -> ir.KernelModel:
+    """A kernel too large to interpret: no processes, the reason recorded as unmodeled."""
+    return ir.KernelModel(
+        name=site.name, qualname=site.qualname, path=path, line=def_span.line, def_span=def_span, ctas=ctas,
+        cluster_size=cluster, warps=warps, processes=[], barriers=[], regions=[], flags=[], configs=[],
+        assumptions=list(registry.assumptions),
+        unmodeled=sorted(registry.unmodeled.values(), key=lambda u: (u.line, u.construct)),
+        bounds={"loop": bound, "stages": env.stages, "cluster": cluster}, static_findings=list(registry.statics),
+        strict=settings.strict)
+
+
 def _bulk_groups(ops, open_stores: list, groups: list):
     """Tell each `cp_async_bulk_wait_group(n)` which TMA stores it completes (all but the newest
     n committed groups), following the op order."""
@@ -461,13 +472,18 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
                     it.run_body(site.node)
                 except I.Unsupported as e:
                     registry.add_unmodeled(ir.Unmodeled(def_span.line, "kernel body", str(e)))
+                    if e.whole_kernel:
+                        raise
                 except RecursionError:
                     registry.add_unmodeled(ir.Unmodeled(def_span.line, "kernel body", "nesting too deep"))
                 procs.append((cta, w, it))
         return procs
 
     discovered: dict = {}
-    first = run_all({}, discovered, ctas)
+    try:
+        first = run_all({}, discovered, ctas)
+    except I.Unsupported:
+        return _abandoned(site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
     uses_flags = any(isinstance(op, (I.RawFlagWait, I.RawFlagUpdate)) for _, _, it in first for op in ir.walk(it.out))
     if uses_flags and ctas == cluster:
         want = env.grid if env.grid else 2
@@ -485,7 +501,10 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
     if diagonal:
         registry.assume(f"the {len(discovered)} runtime loop bounds take the same trip count together "
                         f"(not every combination; raise max-configs to check more)")
-    runs = [first] if configs == [ir.TripConfig({})] else [run_all(c.trips, {}, ctas) for c in configs]
+    try:
+        runs = [first] if configs == [ir.TripConfig({})] else [run_all(c.trips, {}, ctas) for c in configs]
+    except I.Unsupported:
+        return _abandoned(site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
 
     numbering = _Numbering()
     processes = []

@@ -26,10 +26,15 @@ from .values import (
 MBARRIER_MAX = (1 << 20) - 1
 MAX_UNROLL = 256
 MAX_OPS = 20000
+MAX_STEPS = 60000  # statements interpreted for one warp in one trip-count configuration
 
 
 class Unsupported(Exception):
     """Raised inside the walk when a construct stops the interpretation of a path."""
+
+    def __init__(self, message: str, whole_kernel: bool = False):
+        super().__init__(message)
+        self.whole_kernel = whole_kernel  # a budget: no other warp or configuration will fare better
 
 
 class _Return(Exception):
@@ -134,6 +139,7 @@ class KernelInterp:
         self.depth = 0
         self.assign_name: Optional[str] = None
         self.no_inline: set = set()
+        self.steps = 0
 
     # ---------------------------------------------------------------- helpers
     def span(self, node) -> ir.Span:
@@ -144,7 +150,7 @@ class KernelInterp:
 
     def emit(self, op: ir.Op):
         if len(self.out) > MAX_OPS:
-            raise Unsupported("the unrolled model exceeds the op limit; pin a smaller loop bound")
+            raise Unsupported("the unrolled model exceeds the op limit; pin a smaller loop bound", whole_kernel=True)
         self.out.append(op)
 
     def code(self, node) -> str:
@@ -165,6 +171,10 @@ class KernelInterp:
             self.exec_stmt(stmt)
 
     def exec_stmt(self, stmt):
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise Unsupported(f"the unrolled kernel needs more than {MAX_STEPS} interpretation steps for one warp; "
+                              f"pin a smaller loop bound", whole_kernel=True)
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 self.exec_small(small)
