@@ -188,8 +188,33 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
     stages = pins.get("stages")
     if stages is None:
         stages = _find_stages(self_obj, params)
+    if stages is None:
+        stages = _assume_default_stages(self_obj, params, assumptions)
     return KernelEnv(self_obj, params, threads, cluster, grid if isinstance(grid, int) else None,
                      stages, pins.get("loop", settings.loop_bound), assumptions)
+
+
+DEFAULT_STAGES = 2
+
+
+def _assume_default_stages(self_obj, params, assumptions):
+    """Stage counts usually come from shared-memory capacity arithmetic the front end cannot fold.
+    Check the smallest ring that still exercises a wrap (2 stages) and say so in the verdict."""
+    names = []
+    if self_obj is not None:
+        for k, v in self_obj.attrs.items():
+            if "stage" in k.lower() and isinstance(v, Unknown):
+                self_obj.attrs[k] = DEFAULT_STAGES
+                names.append(f"self.{k}")
+    for k, v in params.items():
+        if "stage" in k.lower() and isinstance(v, Unknown):
+            params[k] = DEFAULT_STAGES
+            names.append(k)
+    if not names:
+        return None
+    assumptions.append(f"{', '.join(sorted(names))} not foldable: assumed {DEFAULT_STAGES} stages "
+                       f"(pin the real value with `# cutespin: stages=N`)")
+    return DEFAULT_STAGES
 
 
 def _first_dim_product(v):
