@@ -345,6 +345,23 @@ class KernelModel:
     strict: bool = False
 
 
+def arrivals_per_phase(k: "KernelModel", bar_index: int):
+    """(arrivals in total, arrivals per phase) on a barrier, counted over the longest trip-count
+    configuration: every role that arrives is assumed to arrive once per use, so the per-phase
+    count is total / uses; None when the roles arrive a different number of times."""
+    total, uses = 0, set()
+    for p in k.processes:
+        ops = [op for op in (p.variants[-1] if p.variants else [])
+               if isinstance(op, MbArrive) and op.bar.index == bar_index]
+        if ops:
+            total += sum(op.count for op in ops)
+            uses.add(len(ops))
+    if len(uses) != 1:
+        return total, None
+    n = uses.pop()
+    return total, (total // n if total % n == 0 else None)
+
+
 @dataclass
 class StaticFinding:
     """A finding the front end proves without search (e.g. an init count over the maximum)."""

@@ -316,18 +316,9 @@ def fix_arrival_count_mismatch(f: Finding, k, src) -> list:
         init = _init_of(k, bar)
         if init is None:
             continue
-        totals, uses = 0, set()
-        for p in k.processes:
-            ops = [op for op in p.variants[-1] if isinstance(op, ir.MbArrive) and op.bar.index == bar.index]
-            if ops:
-                totals += sum(op.count for op in ops)
-                uses.add(len(ops))
-        if len(uses) != 1:
+        _, per_phase = ir.arrivals_per_phase(k, bar.index)
+        if per_phase is None or per_phase == init.count:
             continue
-        n = uses.pop()
-        if totals % n or totals // n == init.count:
-            continue
-        per_phase = totals // n
         call = src.call_at(init.span)
         if call is None:
             continue
