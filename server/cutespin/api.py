@@ -204,5 +204,27 @@ def sync_lines(kr: KernelResult) -> list:
     return sorted({i.span.line for i in kr.promela.lines.values() if i.span is not None})
 
 
+def barrier_inits(kr: KernelResult) -> list:
+    """Per mbarrier initialisation (a `mbarrier_init` or a pipeline `create`): the expected arrival
+    count and the arrivals per phase the model derives (`ir.arrivals_per_phase`, as the
+    arrival-count fix counts them; None when the arriving roles arrive a different number of
+    times). For editor inlay hints."""
+    k = kr.model
+    if k is None:
+        return []
+    inits = {}
+    for p in k.processes:
+        for op in ir.walk(p.variants[-1] if p.variants else []):
+            if isinstance(op, ir.MbInit):
+                inits.setdefault(op.bar.index, op)
+    out = []
+    for index, init in sorted(inits.items()):
+        total, per_phase = ir.arrivals_per_phase(k, index)
+        out.append({"line": init.span.line, "end_line": init.span.end_line, "end_column": init.span.end_column,
+                    "barrier": init.bar.name, "cta": init.bar.cta, "expected": init.count,
+                    "per_phase": per_phase, "arrivals": total})
+    return out
+
+
 __all__ = ["check_source", "iter_check", "run_kernel", "KernelResult", "FileResult", "ToolError", "Cancelled",
-           "CancelToken", "FrontendError", "promela_for", "sync_lines"]
+           "CancelToken", "FrontendError", "promela_for", "sync_lines", "barrier_inits"]

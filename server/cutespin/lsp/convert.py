@@ -7,6 +7,7 @@ lsprotocol objects. Where a result was computed on an older version of the docum
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 from urllib.parse import quote
@@ -122,6 +123,21 @@ def kernel_diagnostics(kr, place: Placement, *, version: Optional[int], fixes_re
             code_description=T.CodeDescription(href=docs_url(INCONCLUSIVE_CODE)), source=SOURCE,
             message=f"{kr.qualname}: inconclusive: {kr.reason}", data={"kernel": kr.qualname, "version": version}))
     return out
+
+
+KERNEL_DECORATOR = re.compile(r"^[ \t]*@[\w. \t]*\bkernel\b", re.M)
+
+
+def has_kernels(text: str) -> bool:
+    """Whether a text may define a CuTe kernel (`@cute.kernel` or an alias of it): only those
+    files are checked, all others never get a diagnostic."""
+    return KERNEL_DECORATOR.search(text) is not None
+
+
+def error_line(message: str) -> Optional[int]:
+    """The line a front-end error names ("syntax error at line 12: ...")."""
+    m = re.search(r"\bline (\d+)", message)
+    return int(m.group(1)) if m else None
 
 
 def error_diagnostic(message: str, line: Optional[int], place: Placement) -> T.Diagnostic:
@@ -300,6 +316,36 @@ def kernel_lenses(kr, place: Placement, fixes_pending: bool = False) -> list:
     return [T.CodeLens(range=rng, command=cmd),
             T.CodeLens(range=rng, command=T.Command(title="re-check", command=CMD_RECHECK,
                                                     arguments=[place.uri, kr.qualname]))]
+
+
+# ------------------------------------------------------------------------------------ inlay hints
+
+
+def inlay_hints(inits: list, place: Placement) -> list:
+    """After each barrier initialisation (or pipeline `create`): the arrivals per phase the model
+    derived vs the expected count; one hint per source line (a barrier array shares its line)."""
+    by_line: dict = {}
+    for b in inits:
+        by_line.setdefault((b["end_line"], b["end_column"]), []).append(b)
+    out = []
+    for (line, column), group in sorted(by_line.items()):
+        kinds = sorted({(b["per_phase"], b["expected"]) for b in group}, key=str)
+        labels = []
+        for per_phase, expected in kinds:
+            if per_phase is None:
+                labels.append(f"arrivals/phase vary (init {expected})")
+            elif per_phase == expected:
+                labels.append(f"{per_phase} arrival{'s' if per_phase != 1 else ''}/phase = init {expected}")
+            else:
+                labels.append(f"{per_phase} arrival{'s' if per_phase != 1 else ''}/phase ≠ init {expected}")
+        n = len(group)
+        label = "; ".join(labels) + (f" (×{n} barriers)" if n > 1 else "")
+        tooltip = "\n".join(f"{b['barrier']}: init {b['expected']}, "
+                             f"{b['per_phase'] if b['per_phase'] is not None else 'varying'} arrivals per phase "
+                             f"({b['arrivals']} in the longest run)" for b in group)
+        out.append(T.InlayHint(position=place.position(line, column), label=f"cutespin: {label}",
+                               padding_left=True, tooltip=tooltip))
+    return out
 
 
 # ------------------------------------------------------------------------------------ commands

@@ -49,7 +49,6 @@ class DocState:
     last_text: str = ""
     done_key: Optional[tuple] = None  # (text hash, settings) of the last completed check
     published: bool = False  # diagnostics were published (so closing must clear them)
-    checking: bool = False
 
     def oldest_version(self) -> Optional[int]:
         versions = [e.version for e in self.kernels.values()]
@@ -93,7 +92,6 @@ class Job:
     token: api.CancelToken = field(default_factory=api.CancelToken)
     task: Optional[asyncio.Task] = None
     started: bool = False
-    created: float = field(default_factory=time.monotonic)
     progress_token: Optional[str] = None
 
     @property
@@ -153,9 +151,6 @@ class JobManager:
         job.token.cancel()  # kills the running tool's process group at once
         if job.task is not None and not job.task.done():
             job.task.cancel()
-
-    def active(self) -> list:
-        return list({id(j): j for j in list(self.latest.values()) + list(self.running.values())}.values())
 
     async def in_thread(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
@@ -232,10 +227,11 @@ async def run_check(job: Job, jobs: JobManager, sink: Sink) -> None:
                 return
             sink.fixes_done(job, entry.result.qualname, fixed, time.monotonic() - t)
         sink.finished(job, time.monotonic() - t0)
-    except (asyncio.CancelledError, api.Cancelled):
+    except asyncio.CancelledError:
         sink.cancelled(job)
-        if asyncio.current_task() is not None and asyncio.current_task().cancelling():
-            raise
+        raise
+    except api.Cancelled:
+        sink.cancelled(job)
     except api.FrontendError as e:
         if jobs.is_current(job):
             sink.failed(job, "frontend", str(e))

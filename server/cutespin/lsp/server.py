@@ -174,7 +174,7 @@ class CutespinServer(LanguageServer, Sink):
             return None
         st = self.state(uri)
         text = doc.source
-        if "kernel" not in text:
+        if not convert.has_kernels(text):
             # Not a CuTe kernel file: nothing to check, and nothing of ours may stay on it.
             self.jobs.cancel(uri)
             st.kernels.clear()
@@ -189,7 +189,11 @@ class CutespinServer(LanguageServer, Sink):
         await self.config_ready()
         path = Path(job.path) if job.uri.startswith("file:") else None
         root = Path(self.workspace.root_path) if self.workspace.root_path else None
-        job.settings = self.options.core_settings(path, root)
+        try:
+            job.settings = self.options.core_settings(path, root)
+        except (TypeError, ValueError) as e:  # e.g. a [tool.cutespin] value of the wrong type
+            self.failed(job, "settings", f"cannot use the settings for {Path(job.path).name}: {e}")
+            return
         st = self.state(job.uri)
         if not job.force and st.done_key == check_key(job.text, job.settings):
             self.publish(job.uri)
@@ -215,7 +219,6 @@ class CutespinServer(LanguageServer, Sink):
     # ------------------------------------------------------------------ Sink (from run_check)
 
     async def started(self, job: Job) -> None:
-        self.state(job.uri).checking = True
         self.status(job, "checking", reason=job.reason)
         await self.progress_begin(job, "cutespin")
 
@@ -258,15 +261,14 @@ class CutespinServer(LanguageServer, Sink):
 
     def failed(self, job: Job, kind: str, message: str) -> None:
         st = self.state(job.uri)
-        st.checking = False
         if kind == "frontend":
-            line = convert_line(message)
+            line = convert.error_line(message)
             st.kernels.clear()
             st.error = (message, line, job.version, job.text.splitlines())
             st.done_key = None
             self.publish(job.uri)
             self.log_message(f"cutespin: {Path(job.path).name} v{job.version}: {message}", T.MessageType.Warning)
-        elif kind == "tool":
+        elif kind in ("tool", "settings"):
             self.show_once(f"cutespin: {message}")
         else:
             self.show_once(f"cutespin: internal error (a cutespin bug; please report it): {message}")
@@ -275,7 +277,6 @@ class CutespinServer(LanguageServer, Sink):
 
     def finished(self, job: Job, seconds: float) -> None:
         st = self.state(job.uri)
-        st.checking = False
         st.done_key = check_key(job.text, job.settings)
         self.refresh_lenses()
         n = len(st.kernels)
@@ -286,23 +287,23 @@ class CutespinServer(LanguageServer, Sink):
         self.status(job, "done", seconds=round(seconds, 3), cached=False)
 
     def cancelled(self, job: Job) -> None:
-        st = self.docs.get(job.uri)
-        if st is not None and self.jobs.running.get(job.uri) is None:
-            st.checking = False
         self.log_message(f"cutespin: {Path(job.path).name} v{job.version}: check cancelled ({job.reason})")
         self.progress_end(job, "cancelled")
         self.status(job, "cancelled")
 
     def refresh_lenses(self) -> None:
+        """Ask the client to re-request code lenses and inlay hints (where it supports that)."""
         ws = self.client_capabilities.workspace
         if ws and ws.code_lens and ws.code_lens.refresh_support:
-            asyncio.ensure_future(self._refresh_lenses())
+            asyncio.ensure_future(self._refresh(self.workspace_code_lens_refresh_async))
+        if ws and ws.inlay_hint and ws.inlay_hint.refresh_support:
+            asyncio.ensure_future(self._refresh(self.workspace_inlay_hint_refresh_async))
 
-    async def _refresh_lenses(self) -> None:
+    async def _refresh(self, request) -> None:
         try:
-            await self.workspace_code_lens_refresh_async(None)
-        except Exception as e:  # noqa: BLE001 - a client that does not refresh lenses is fine
-            log.debug("code lens refresh: %s", e)
+            await request(None)
+        except Exception as e:  # noqa: BLE001 - a client that does not refresh is fine
+            log.debug("refresh: %s", e)
 
     # ---------------------------------------------------------------------------- options
 
@@ -333,13 +334,6 @@ class CutespinServer(LanguageServer, Sink):
         if raw is None:
             raw = self.init_options
         return self.apply_options(raw)
-
-
-def convert_line(message: str) -> Optional[int]:
-    """The line a front-end error names ("syntax error at line 12: ...")."""
-    import re
-    m = re.search(r"\bline (\d+)", message)
-    return int(m.group(1)) if m else None
 
 
 SERVER = CutespinServer()
@@ -411,14 +405,12 @@ def did_change(ls: CutespinServer, params: T.DidChangeTextDocumentParams) -> Non
     doc = ls.workspace.text_documents.get(uri)
     if st is None or doc is None:
         return
-    edits = []
-    old_text = st.last_text
-    for ch in params.content_changes:
-        if isinstance(ch, T.TextDocumentContentChangePartial):
-            r = ch.range
-            edits.append(RangeEdit(r.start.line, r.start.character, r.end.line, r.end.character, ch.text))
-        else:
-            edits = [WholeEdit(old_text, doc.source)]
+    changes = params.content_changes
+    if all(isinstance(ch, T.TextDocumentContentChangePartial) for ch in changes):
+        edits = [RangeEdit(ch.range.start.line, ch.range.start.character, ch.range.end.line, ch.range.end.character,
+                           ch.text) for ch in changes]
+    else:
+        edits = [WholeEdit(st.last_text, doc.source)]
     st.last_text = doc.source
     if st.kernels or st.error is not None or uri in ls.jobs.latest or uri in ls.jobs.running:
         st.history.record(doc.version, edits)  # results still to come must land on the right lines
@@ -469,7 +461,7 @@ def did_change_watched_files(ls: CutespinServer, params: T.DidChangeWatchedFiles
         if path is None:
             continue
         changed = Path(path)
-        for uri, st in list(ls.docs.items()):
+        for uri in list(ls.docs):
             doc = ls.workspace.text_documents.get(uri)
             if doc is None or uri == change.uri or not uri.startswith("file:"):
                 continue
@@ -535,7 +527,7 @@ def code_action(ls: CutespinServer, params: T.CodeActionParams) -> Optional[list
         if not params.context.diagnostics:
             for entry in st.kernels.values():
                 place = ls.entry_placement(st, entry)
-                for i, f in enumerate(entry.result.findings):
+                for f in entry.result.findings:
                     if entry.fixes_ready and params.range.start.line <= place.current_line(f.span.line) - 1 \
                             <= params.range.end.line:
                         actions += convert.quick_fixes(f, place, version, None)
@@ -557,6 +549,19 @@ def code_lens(ls: CutespinServer, params: T.CodeLensParams) -> Optional[list]:
     out = []
     for entry in st.kernels.values():
         out += convert.kernel_lenses(entry.result, ls.entry_placement(st, entry), not entry.fixes_ready)
+    return out
+
+
+@SERVER.feature(T.TEXT_DOCUMENT_INLAY_HINT, T.InlayHintOptions(resolve_provider=False))
+def inlay_hint(ls: CutespinServer, params: T.InlayHintParams) -> Optional[list]:
+    """After each barrier init or pipeline create: derived arrivals per phase vs the expected count."""
+    st = ls.docs.get(params.text_document.uri)
+    if st is None:
+        return None
+    out = []
+    for entry in st.kernels.values():
+        hints = convert.inlay_hints(api.barrier_inits(entry.result), ls.entry_placement(st, entry))
+        out += [h for h in hints if params.range.start.line <= h.position.line <= params.range.end.line]
     return out
 
 

@@ -1,0 +1,42 @@
+"""A module an open kernel imports changes on disk: the document is re-checked."""
+from __future__ import annotations
+
+from lsprotocol import types as T
+from pytest_lsp import LanguageClient
+
+from cutespin.lsp.deps import dependency_paths
+
+from .helpers import RACE, open_doc, statuses, wait_for, wait_status
+
+
+def test_dependency_paths(tmp_path):
+    doc = tmp_path / "pkg" / "kern.py"
+    text = "import helpers\nfrom .pipes import Ring\nfrom tools.sync import (a,\n    b)\nimport os.path as p\n"
+    deps = dependency_paths(text, doc, [tmp_path])
+    assert (tmp_path / "pkg" / "helpers.py").resolve() in deps  # next to the document
+    assert (tmp_path / "pkg" / "pipes.py").resolve() in deps  # relative import
+    assert (tmp_path / "tools" / "sync.py").resolve() in deps
+    assert (tmp_path / "tools" / "sync" / "a.py").resolve() in deps
+    assert (tmp_path / "os" / "path.py").resolve() in deps
+    assert (tmp_path / "unrelated.py").resolve() not in deps
+
+
+async def test_imported_module_changed_on_disk(client: LanguageClient, tmp_path):
+    [reg] = await wait_for(lambda: [r for r in client.registrations
+                                    if r.method == T.WORKSPACE_DID_CHANGE_WATCHED_FILES], what="registration")
+    assert {w["globPattern"] for w in reg.register_options["watchers"]} == {"**/*.py", "**/pyproject.toml"}
+    kernel = tmp_path / "race.py"
+    kernel.write_text("from sync_helpers import SIZE\n" + RACE.read_text())
+    uri = open_doc(client, kernel)
+    await wait_status(client, uri, "done")
+    helper, other = tmp_path / "sync_helpers.py", tmp_path / "other.py"
+    helper.write_text("SIZE = 32\n")
+    other.write_text("X = 1\n")
+    n = len(client.statuses)
+    client.workspace_did_change_watched_files(T.DidChangeWatchedFilesParams(changes=[
+        T.FileEvent(uri=other.as_uri(), type=T.FileChangeType.Changed)]))
+    client.workspace_did_change_watched_files(T.DidChangeWatchedFilesParams(changes=[
+        T.FileEvent(uri=helper.as_uri(), type=T.FileChangeType.Changed)]))
+    await wait_status(client, uri, "done", after=n)
+    checking = [s for s in statuses(client, uri, "checking")][1:]
+    assert [s.reason for s in checking] == ["dependency"]  # once: for the helper, not for other.py
