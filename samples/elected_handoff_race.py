@@ -7,8 +7,8 @@ consumer lane reads an element stored by a different producer lane.
 
 BUG: ``ready`` is initialised with an arrival count of 1 and only the elected lane of warp 0
 arrives. An mbarrier arrive releases the arriving thread's own prior writes only: the stores of
-the other 31 producer lanes are not ordered before warp 1's reads (a lane-level release race that
-compute-sanitizer racecheck reports even when the output happens to be right).
+the other 31 producer lanes are not ordered before warp 1's reads: a lane-level release race
+(on an H200 the output is usually right; racecheck cannot tell it from the fix, see groundtruth).
 """
 
 import cuda.bindings.driver as cuda

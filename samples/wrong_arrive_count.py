@@ -1,4 +1,4 @@
-# cutespin-expect: kernel=RowSumTmaRing3.kernel verdict=counterexample kinds=deadlock|overrun|race lines=75,94,108,110,97,112
+# cutespin-expect: kernel=RowSumTmaRing3.kernel verdict=counterexample kinds=deadlock|overrun|race lines=75,94,96,108,110,97,112
 """Row sums of a (M, K) fp16 matrix through a 2-stage TMA ring, three consumer warps.
 
 Warp-specialised, 128 threads per CTA, one CTA per 96-row block:
@@ -11,8 +11,8 @@ BUG: the kernel used to have two consumer warps; the third one was added (and th
 rows) but ``empty[s]`` is still initialised for 64 arrivals while 96 threads arrive. The phase
 completes as soon as any two consumer warps have released the slot, so the producer refills it
 while the third warp may still be reading it, and the surplus 32 arrivals then count towards the
-slot's next phase, which completes early again or leaves the producer and consumers waiting on
-mismatched phases.
+slot's next phase, which completes early again or mismatches phases. On an H200 the producer's
+over-arrival on ``full[s]`` (line 96) traps: ``unspecified launch failure`` (see groundtruth).
 """
 
 import cuda.bindings.driver as cuda

@@ -230,7 +230,8 @@ def findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> li
             return [Finding("overrun", msg, span, path, related, steps=steps, data=data)]
         if kind == "exit":
             msg = (f"CTA exit while in use: {role} {what} after the target CTA may have exited; on the GPU the "
-                   f"arrive or access hits a CTA whose shared memory is gone (undefined behaviour, often a hang)")
+                   f"arrive or access hits a CTA whose shared memory is gone (undefined behaviour: on an H200 the "
+                   f"launch fails with 'unspecified launch failure')")
             return [Finding("exit", msg, span, path, related, steps=steps, data=data)]
         if kind == "init":
             if sub == "unfenced":
