@@ -1,6 +1,7 @@
 """A module an open kernel imports changes on disk: the document is re-checked."""
 from __future__ import annotations
 
+import pytest
 from lsprotocol import types as T
 from pytest_lsp import LanguageClient
 
@@ -40,3 +41,19 @@ async def test_imported_module_changed_on_disk(client: LanguageClient, tmp_path)
     await wait_status(client, uri, "done", after=n)
     checking = [s for s in statuses(client, uri, "checking")][1:]
     assert [s.reason for s in checking] == ["dependency"]  # once: for the helper, not for other.py
+
+
+@pytest.mark.cutespin_client("neovim")
+async def test_server_watches_disk_itself_when_the_client_cannot(client: LanguageClient, tmp_path):
+    """Neovim offers no dynamic file-watch registration: the server's own watcher re-checks."""
+    assert not [r for r in client.registrations if r.method == T.WORKSPACE_DID_CHANGE_WATCHED_FILES]
+    kernel = tmp_path / "race.py"
+    kernel.write_text("from sync_helpers import SIZE\n" + RACE.read_text())
+    helper = tmp_path / "sync_helpers.py"
+    helper.write_text("SIZE = 32\n")
+    uri = open_doc(client, kernel)
+    await wait_status(client, uri, "done")
+    n = len(client.statuses)
+    helper.write_text("SIZE = 64\n")  # a change made outside the editor (git checkout, codegen)
+    await wait_status(client, uri, "done", after=n)
+    assert [s.reason for s in statuses(client, uri, "checking")][-1] == "dependency"

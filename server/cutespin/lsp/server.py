@@ -44,6 +44,43 @@ class CutespinServer(LanguageServer, Sink):
         self.config_task: Optional[asyncio.Task] = None
         self.republish_handles: dict = {}
         self.shown: set = set()  # messages already shown as popups (never repeat them)
+        self.watcher = None  # DiskWatcher, for clients that cannot watch files for us
+
+    # ---------------------------------------------------------------------------- files on disk
+
+    def workspace_roots(self) -> list:
+        roots = [Path(p) for p in self.options.extra_paths]
+        roots += [Path(to_fs_path(f.uri)) for f in self.workspace.folders.values() if to_fs_path(f.uri)]
+        if self.workspace.root_path:
+            roots.append(Path(self.workspace.root_path))
+        return roots
+
+    def on_disk_change(self, changed: Path) -> None:
+        """A file changed outside the editor: re-check the open documents that depend on it."""
+        roots = self.workspace_roots()
+        for uri in list(self.docs):
+            doc = self.workspace.text_documents.get(uri)
+            if doc is None or not uri.startswith("file:") or Path(doc.path).resolve() == changed.resolve():
+                continue
+            if changed.name == "pyproject.toml" or depends_on(doc.source, Path(doc.path), changed, roots):
+                self.log_message(f"cutespin: {changed.name} changed on disk: re-checking {Path(doc.path).name}")
+                self.schedule(uri, "dependency", force=True)
+
+    def start_disk_watcher(self) -> None:
+        """For clients that cannot watch files: our own watchdog observer."""
+        from .watch import DiskWatcher
+
+        try:
+            self.watcher = DiskWatcher(asyncio.get_running_loop(), self.on_disk_change)
+        except Exception as e:  # noqa: BLE001 - no watcher: changes on disk wait for the next save
+            log.info("no file watcher: %s", e)
+            return
+        for root in self.workspace_roots():
+            self.watcher.watch(root)
+        for uri in list(self.docs):  # documents opened before initialization finished
+            path = to_fs_path(uri)
+            if path:
+                self.watcher.watch(Path(path).parent)
 
     # ---------------------------------------------------------------------------- documents
 
@@ -231,7 +268,8 @@ class CutespinServer(LanguageServer, Sink):
         kr = entry.result
         s = kr.stats
         self.log_message(f"cutespin: {Path(job.path).name} v{job.version}: {kr.qualname}: {kr.verdict} in "
-                         f"{entry.wall:.2f} s (SPIN {s.get('seconds', 0.0):.2f} s, {s.get('states', 0)} states)")
+                         f"{entry.wall:.2f} s (SPIN {s.get('seconds', 0.0):.2f} s, {s.get('states', 0)} states)"
+                         + convert.timings_text(kr.timings))
         self.progress_report(job, f"{kr.qualname}: {kr.verdict}")
 
     def kernels_done(self, job: Job, qualnames: list, seconds: float) -> None:
@@ -370,11 +408,15 @@ async def initialized(ls: CutespinServer, params: T.InitializedParams) -> None:
             await ls.client_register_capability_async(T.RegistrationParams(registrations=registrations))
         except Exception as e:  # noqa: BLE001
             log.info("dynamic registration refused: %s", e)
+    if not (ws and ws.did_change_watched_files and ws.did_change_watched_files.dynamic_registration):
+        ls.start_disk_watcher()
 
 
 @SERVER.feature(T.SHUTDOWN)
 def shutdown(ls: CutespinServer, params) -> None:
     """Stop every check (killing SPIN) and clear everything we published."""
+    if ls.watcher is not None:
+        ls.watcher.stop()
     ls.jobs.cancel_all()
     for uri in list(ls.docs):
         ls.clear(uri)
@@ -388,6 +430,10 @@ def shutdown(ls: CutespinServer, params) -> None:
 def did_open(ls: CutespinServer, params: T.DidOpenTextDocumentParams) -> None:
     """Check a document when it opens."""
     ls.state(params.text_document.uri)
+    if ls.watcher is not None:
+        path = to_fs_path(params.text_document.uri)
+        if path:
+            ls.watcher.watch(Path(path).parent)
     ls.schedule(params.text_document.uri, "open")
 
 
@@ -452,22 +498,10 @@ async def did_change_configuration(ls: CutespinServer, params: T.DidChangeConfig
 @SERVER.feature(T.WORKSPACE_DID_CHANGE_WATCHED_FILES)
 def did_change_watched_files(ls: CutespinServer, params: T.DidChangeWatchedFilesParams) -> None:
     """A pyproject.toml or an imported module changed on disk: re-check who depends on it."""
-    roots = [Path(p) for p in ls.options.extra_paths]
-    roots += [Path(to_fs_path(f.uri)) for f in ls.workspace.folders.values() if to_fs_path(f.uri)]
-    if ls.workspace.root_path:
-        roots.append(Path(ls.workspace.root_path))
     for change in params.changes:
         path = to_fs_path(change.uri)
-        if path is None:
-            continue
-        changed = Path(path)
-        for uri in list(ls.docs):
-            doc = ls.workspace.text_documents.get(uri)
-            if doc is None or uri == change.uri or not uri.startswith("file:"):
-                continue
-            if changed.name == "pyproject.toml" or depends_on(doc.source, Path(doc.path), changed, roots):
-                ls.log_message(f"cutespin: {changed.name} changed on disk: re-checking {Path(doc.path).name}")
-                ls.schedule(uri, "dependency", force=True)
+        if path is not None:
+            ls.on_disk_change(Path(path))
 
 
 # ------------------------------------------------------------------------------------- features
