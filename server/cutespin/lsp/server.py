@@ -268,8 +268,7 @@ class CutespinServer(LanguageServer, Sink):
         kr = entry.result
         s = kr.stats
         self.log_message(f"cutespin: {Path(job.path).name} v{job.version}: {kr.qualname}: {kr.verdict} in "
-                         f"{entry.wall:.2f} s (SPIN {s.get('seconds', 0.0):.2f} s, {s.get('states', 0)} states)"
-                         + convert.timings_text(kr.timings))
+                         f"{entry.wall:.2f} s (SPIN {s.get('seconds', 0.0):.2f} s, {s.get('states', 0)} states)")
         self.progress_report(job, f"{kr.qualname}: {kr.verdict}")
 
     def kernels_done(self, job: Job, qualnames: list, seconds: float) -> None:
