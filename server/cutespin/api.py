@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
@@ -18,7 +19,7 @@ from .engine.spin import (Cancelled, CancelToken, InternalError, RunResult, Tool
                           find_tools)
 from .findings import Finding, findings_from_run, is_suppressed, static_findings
 from .frontend import FrontendError, build_models
-from .model.promela import ModelTooLarge, PromelaModel, TooManyGroups, lower
+from .model.promela import ModelTooLarge, PromelaModel, TooManyGroups, ValueOutOfRange, lower
 
 __version__ = "0.1.0"
 
@@ -40,6 +41,11 @@ class KernelResult:
     promela: Optional[PromelaModel] = None
     run: Optional[RunResult] = None
     suppressed: list = field(default_factory=list)
+    # Seconds per stage, for the benchmarks and the server log (not part of the JSON report):
+    # "frontend" (the whole file's front end, shared by its kernels), "lower", and the engine's
+    # "spin_a", "compile", "pan", "trail" when SPIN ran now; "cached" = 1.0 when its result came
+    # from the cache instead.
+    timings: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -104,10 +110,15 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
     run: Optional[RunResult] = None
     reason = None
     assumptions = list(k.assumptions)
+    timings = {}
+    t0 = time.monotonic()
     try:
         pm = lower(k)
     except (TooManyGroups, ModelTooLarge) as e:
         reason = f"model too large: {e}"
+    except ValueOutOfRange as e:
+        reason = f"a value the model cannot hold: {e}"
+    timings["lower"] = time.monotonic() - t0
     if pm is not None and not findings and not k.processes:
         if not k.unmodeled:
             assumptions.append("the kernel has no synchronization operations")
@@ -118,6 +129,9 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
             run = check_model(pm.text, tools, timeout=settings.timeout, depth=settings.depth,
                               memory_mb=settings.memory_mb, token=token)
             CACHE.put(key, run)
+            timings.update(run.timings)
+        else:
+            timings["cached"] = 1.0
         if run.status == "error":
             findings = findings_from_run(k, pm, run)
         elif run.status == "incomplete":
@@ -156,21 +170,25 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
     stats = {"states": states, "transitions": run.transitions if run else 0, "seconds": seconds,
              "compiler": tools.compiler_name}
     return KernelResult(k.path, k.name, k.qualname, k.line, verdict, reason, bounds, assumptions, findings,
-                        list(k.unmodeled), stats, k, pm, run, suppressed)
+                        list(k.unmodeled), stats, k, pm, run, suppressed, timings)
 
 
 def iter_check(text: str, path: str, settings: Settings, token: Optional[CancelToken] = None,
                only: Optional[str] = None) -> Iterator[KernelResult]:
     """Yield one result per kernel as each finishes. Raises FrontendError / ToolError."""
     tools = find_tools(settings.spin, settings.compiler)
+    t0 = time.monotonic()
     models = build_models(text, path, settings)
+    frontend = time.monotonic() - t0
     lines = text.splitlines()
     for k in models:
         if only is not None and k.qualname != only:
             continue
         if token is not None and token.cancelled:
             raise Cancelled()
-        yield run_kernel(k, settings, tools, token, lines)
+        kr = run_kernel(k, settings, tools, token, lines)
+        kr.timings["frontend"] = frontend
+        yield kr
 
 
 def check_source(text: str, path: str, settings: Settings, token: Optional[CancelToken] = None,
@@ -192,7 +210,10 @@ def check_source(text: str, path: str, settings: Settings, token: Optional[Cance
 def promela_for(text: str, path: str, settings: Settings, qualname: str) -> Optional[PromelaModel]:
     for k in build_models(text, path, settings):
         if k.qualname == qualname:
-            return lower(k)
+            try:
+                return lower(k)
+            except (TooManyGroups, ModelTooLarge, ValueOutOfRange):
+                return None
     return None
 
 

@@ -124,8 +124,21 @@ def kernel_diagnostics(kr, place: Placement, *, version: Optional[int], fixes_re
             message=f"{kr.qualname}: inconclusive: {kr.reason}", data={"kernel": kr.qualname, "version": version}))
     return out
 
+TIMING_NAMES = (("frontend", "front end"), ("lower", "lowering"), ("spin_a", "spin -a"), ("compile", "compile"),
+                ("pan", "pan"), ("trail", "trail"))
 
-KERNEL_DECORATOR = re.compile(r"^[ \t]*@[\w. \t]*\bkernel\b", re.M)
+
+def timings_text(timings: dict) -> str:
+    """` [front end 80 ms, lowering 2 ms, spin -a 20 ms, ...]` for the log (empty without timings);
+    `SPIN cached` when the engine's result came from the cache. bench/latency.py parses it."""
+    parts = [f"{label} {timings[key] * 1000:.0f} ms" for key, label in TIMING_NAMES if key in timings]
+    if timings.get("cached"):
+        parts.append("SPIN cached")
+    return f" [{', '.join(parts)}]" if parts else ""
+
+
+
+KERNEL_DECORATOR = re.compile(r"(?:^|\r)[ \t]*@[\w. \t]*\bkernel\b", re.M)  # \r: old Mac line ends
 
 
 def has_kernels(text: str) -> bool:

@@ -174,7 +174,9 @@ class CutespinServer(LanguageServer, Sink):
             return
         token = str(uuid.uuid4())
         try:
-            await self.work_done_progress.create_async(token)
+            # Shielded: a check cancelled while the client has not answered yet must not cancel the
+            # request's future, which pygls still completes with the answer (InvalidStateError).
+            await asyncio.shield(self.work_done_progress.create_async(token))
         except Exception as e:  # noqa: BLE001 - the client refused: no progress, still check
             log.warning("work done progress refused: %s", e)
             return
@@ -268,7 +270,8 @@ class CutespinServer(LanguageServer, Sink):
         kr = entry.result
         s = kr.stats
         self.log_message(f"cutespin: {Path(job.path).name} v{job.version}: {kr.qualname}: {kr.verdict} in "
-                         f"{entry.wall:.2f} s (SPIN {s.get('seconds', 0.0):.2f} s, {s.get('states', 0)} states)")
+                         f"{entry.wall:.2f} s (SPIN {s.get('seconds', 0.0):.2f} s, {s.get('states', 0)} states)"
+                         + convert.timings_text(kr.timings))
         self.progress_report(job, f"{kr.qualname}: {kr.verdict}")
 
     def kernels_done(self, job: Job, qualnames: list, seconds: float) -> None:

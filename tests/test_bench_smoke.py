@@ -1,0 +1,55 @@
+"""The benchmarks still run (tiny --quick paths; nothing here is timed or compared)."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+
+pytestmark = pytest.mark.usefixtures("require_spin")
+
+
+def load(name: str):
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_strip_atomic_keeps_lines_and_verdicts():
+    common, kernels = load("common"), load("kernels")
+    from cutespin.config import Settings
+    from cutespin.engine.spin import check_model, find_tools
+    from cutespin.frontend import build_models
+    from cutespin.model.promela import lower
+
+    for src, status in ((kernels.handoff(), "ok"), (kernels.handoff(bug="nosync"), "error")):
+        pm = lower(build_models(src, "k.py", Settings())[0])
+        plain = common.strip_atomic(pm.text)
+        assert plain.count("\n") == pm.text.count("\n")
+        assert "  atomic {\n" not in plain.split("init {")[0]
+        assert check_model(plain, find_tools()).status == status
+
+
+def test_latency_quick(capsys):
+    assert load("latency").main(["--quick", "--only", "elected_handoff_race", "--no-corpus"]) == 0
+    out = capsys.readouterr().out
+    assert "| elected_handoff_race.py | counterexample |" in out
+    assert "unchanged re-save" in out
+
+
+def test_compile_quick(capsys):
+    assert load("compile").main(["--quick", "--models", "small"]) == 0
+    out = capsys.readouterr().out
+    assert "| small" in out and "tcc" in out
+
+
+def test_statespace_quick(capsys):
+    assert load("statespace").main(["--quick", "--sweeps", "branches"]) == 0
+    assert "Runtime branches" in capsys.readouterr().out
