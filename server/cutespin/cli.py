@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from . import api
-from .config import Settings, settings_for_path
+from .config import Settings, settings_for_path, value_problem
 from .engine.spin import ToolError, find_tools
 
 SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", ".tox", "build", "dist", ".mypy_cache"}
@@ -50,7 +50,9 @@ def fingerprint(path: str, qualname: str, code: str, source_line: str, root: Pat
         rel = os.path.relpath(Path(path).resolve(), root.resolve())
     except ValueError:  # another drive
         rel = str(Path(path).resolve())
-    h = hashlib.sha256(f"{rel}\0{qualname}\0{code}\0{source_line.strip()}".encode()).hexdigest()
+    # surrogateescape: file names that are not UTF-8 come from os.walk as lone surrogates
+    h = hashlib.sha256(f"{rel}\0{qualname}\0{code}\0{source_line.strip()}".encode("utf-8", "surrogateescape"))
+    h = h.hexdigest()
     return h[:24]
 
 
@@ -113,11 +115,29 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _safe_output_streams() -> None:
+    """Never fail on printing: a file name that is not UTF-8 goes out as its own bytes
+    (surrogateescape), and a terminal that is not UTF-8 gets escapes instead of an exception."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            utf8 = (stream.encoding or "").lower().replace("-", "").replace("_", "") == "utf8"
+            stream.reconfigure(errors="surrogateescape" if utf8 else "backslashreplace")
+        except (AttributeError, ValueError, OSError):
+            pass
+
+
 def cmd_check(args) -> int:
+    _safe_output_streams()
     overrides = dict(loop_bound=args.loop_bound, timeout=args.timeout, depth=args.depth, memory_mb=args.memory_mb,
                      strict=args.strict, spin=args.spin)
     if args.no_fixes:
         overrides["verify_fixes"] = False
+    for name, v in (("loop_bound", args.loop_bound), ("timeout", args.timeout), ("depth", args.depth),
+                    ("memory_mb", args.memory_mb)):
+        problem = value_problem(name, v) if v is not None else None
+        if problem:
+            print(f"cutespin: error: --{name.replace('_', '-')} {v}: {problem}", file=sys.stderr)
+            return EXIT_ERROR
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         print(f"cutespin: error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
@@ -130,7 +150,11 @@ def cmd_check(args) -> int:
         return EXIT_ERROR
     results, errors = [], []
     for f in iter_files(args.paths):
-        settings = settings_for_path(f, Settings()).with_overrides(**overrides)
+        try:
+            settings = settings_for_path(f, Settings()).with_overrides(**overrides)
+        except ValueError as e:
+            errors.append((str(f), f"cannot use the settings: {e}"))
+            continue
         try:
             text = _read(f)
         except OSError as e:

@@ -61,19 +61,54 @@ def load_pyproject(path: Optional[Path]) -> dict:
 
 
 def settings_from_pyproject(base: Settings, table: dict) -> Settings:
+    """Raises ValueError, naming the key, for a value of the wrong type or out of range."""
+    if not isinstance(table, dict):
+        raise ValueError("[tool.cutespin] must be a table")
     kw = {}
     for key, attr in PYPROJECT_KEYS.items():
         if key in table:
             kw[attr] = table[key]
         elif attr in table:
             kw[attr] = table[attr]
+    for attr, v in kw.items():
+        problem = value_problem(attr, v)
+        if problem:
+            key = next(k for k, a in PYPROJECT_KEYS.items() if a == attr)
+            raise ValueError(f"[tool.cutespin] {key} = {v!r}: {problem}")
+    kernels = table.get("kernels") or {}
+    if not isinstance(kernels, dict):
+        raise ValueError("[tool.cutespin] kernels must be a table of kernel tables")
     pins = {}
-    for qualname, values in (table.get("kernels") or {}).items():
+    for qualname, values in kernels.items():
         if isinstance(values, dict):
             pins[qualname] = {k.replace("-", "_"): (tuple(v) if isinstance(v, list) else v) for k, v in values.items()}
     if pins:
         kw["kernel_pins"] = {**base.kernel_pins, **pins}
     return replace(base, **kw)
+
+
+def _positive_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
+def value_problem(attr: str, v) -> Optional[str]:
+    """Why a setting's value cannot be used (None when it can)."""
+    if attr in ("loop_bound", "depth", "max_configs", "max_ctas"):
+        if attr == "loop_bound" and v is None:
+            return None
+        return None if _positive_int(v) else "expected a positive integer"
+    if attr == "memory_mb":
+        return None if _positive_int(v) and v >= 16 else "expected an integer of at least 16 (MB)"
+    if attr == "timeout":
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 86_400
+        return None if ok else "expected a number of seconds above 0 (at most a day)"
+    if attr in ("strict", "verify_fixes"):
+        return None if isinstance(v, bool) else "expected true or false"
+    if attr in ("spin", "compiler"):
+        if attr == "compiler" and v is None:
+            return None
+        return None if isinstance(v, str) and v.strip() else "expected the name or path of an executable"
+    return None
 
 
 def settings_for_path(path: Path, base: Optional[Settings] = None) -> Settings:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import textwrap
 import threading
@@ -15,6 +16,7 @@ from cutespin.engine.spin import (
     RunResult,
     ToolError,
     check_model,
+    compile_command,
     find_tools,
     parse_pan,
     parse_trail,
@@ -391,3 +393,27 @@ def test_cancelled_token_refuses_to_start(tools):
     token.cancel()
     with pytest.raises(Cancelled):
         check_model(OK_PML, tools, timeout=20, token=token)
+
+
+def test_gcc_builds_pan_unoptimised_and_agrees_with_tcc(tools):
+    """Without tcc the engine builds pan with gcc -O0 (see compile_command); the verdicts,
+    counts and trails are the compiler's business only in speed."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    gcc = find_tools(compiler="gcc")
+    cmd = compile_command(gcc, 512, 2048)
+    assert cmd[0] == gcc.compiler and cmd[1] == "-O0" and "-DSAFETY" in cmd and "-DMEMLIM=512" in cmd
+    if tools.compiler_name == "tcc":
+        assert not [a for a in compile_command(tools, 512, 2048) if a.startswith("-O")]
+    for pml in (DEADLOCK_PML, ASSERT_PML, OK_PML):
+        a, b = check_model(pml, tools, timeout=20), check_model(pml, gcc, timeout=20)
+        assert (a.status, a.error, a.states, a.blocked, a.fail_line) == (b.status, b.error, b.states, b.blocked,
+                                                                          b.fail_line)
+        assert [(s.proc, s.line) for s in a.steps] == [(s.proc, s.line) for s in b.steps]
+
+
+def test_a_tool_past_the_time_bound_still_reports_its_time(tools):
+    """A build cut short by the time bound is incomplete, and says where the time went."""
+    res = check_model(OK_PML, tools, timeout=0.001)
+    assert res.status == "incomplete" and res.incomplete == "time"
+    assert "spin_a" in res.timings and res.timings["spin_a"] >= 0

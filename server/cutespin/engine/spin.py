@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -95,6 +96,22 @@ class Tools:
     compiler: str
     compiler_name: str
     spin_version: str
+    spin_args: tuple = ()  # e.g. the preprocessor (-P) when gcc is not on PATH
+
+
+def _preprocessor_args(cc: str) -> Optional[tuple]:
+    """SPIN runs every model through `gcc -E` (its compiled-in preprocessor, through the shell),
+    also for `-a` and trail replay; the Debian package does not depend on gcc. Without gcc on PATH,
+    point it at tcc (or cpp). None when there is no preprocessor at all."""
+    if shutil.which("gcc"):
+        return ()
+    tcc = cc if os.path.basename(cc) == "tcc" else shutil.which("tcc")
+    if tcc:
+        return (f"-P{shlex.quote(tcc)} -E -xc",)
+    cpp = shutil.which("cpp")
+    if cpp:
+        return (f"-P{shlex.quote(cpp)}",)
+    return None
 
 
 _tools_cache: dict = {}
@@ -124,7 +141,11 @@ def find_tools(spin: str = "spin", compiler: Optional[str] = None) -> Tools:
     m = re.search(r"Spin Version ([\d.]+)", out)
     if not m:
         raise ToolError(f"`{spin_path} -V` printed something unexpected ({out[:80]!r}); is it SPIN?")
-    tools = Tools(spin_path, cc, os.path.basename(cc), m.group(1))
+    spin_args = _preprocessor_args(cc)
+    if spin_args is None:
+        raise ToolError("SPIN needs a C preprocessor to read its models and there is no gcc, tcc or cpp on PATH: "
+                        "install tcc (`sudo apt-get install tcc`) or gcc.")
+    tools = Tools(spin_path, cc, os.path.basename(cc), m.group(1), spin_args)
     _tools_cache[key] = tools
     return tools
 
@@ -196,6 +217,17 @@ def _hash_width(expected_states: int) -> int:
     return max(16, min(24, int(math.log2(max(expected_states, 2))) + 1))
 
 
+def compile_command(tools: Tools, memory_mb: int, vectorsz: int) -> list:
+    """The command that builds pan. tcc builds it fastest by far. Without tcc, gcc at -O0: it
+    builds pan.c about 3x faster than -O1 (a 518 KB model: 3.2 s instead of 11 s, against the
+    editor's 5 s budget per kernel), and -O1's twice faster search only pays for its build
+    beyond roughly 150k states (bench/compile.py, bench/RESULTS.md)."""
+    cc = [tools.compiler, "-DSAFETY", f"-DMEMLIM={int(memory_mb)}", f"-DVECTORSZ={vectorsz}", "-o", "pan", "pan.c"]
+    if tools.compiler_name != "tcc":
+        cc.insert(1, "-O0")
+    return cc
+
+
 def check_model(text: str, tools: Tools, *, timeout: float = 20.0, depth: int = 100_000, memory_mb: int = 1024,
                 token: Optional[CancelToken] = None, keep_dir: Optional[str] = None) -> RunResult:
     start = time.monotonic()
@@ -208,29 +240,43 @@ def check_model(text: str, tools: Tools, *, timeout: float = 20.0, depth: int = 
             fh.write(text)
         t0 = time.monotonic()
         try:
-            rc, out, _ = _run([tools.spin, "-a", "m.pml"], tmp, timeout, token)
+            rc, out, _ = _run([tools.spin, *tools.spin_args, "-a", "m.pml"], tmp, timeout, token)
         except BoundHit:
-            return RunResult(status="incomplete", incomplete="time", seconds=time.monotonic() - start)
+            return RunResult(status="incomplete", incomplete="time", seconds=time.monotonic() - start,
+                             timings={"spin_a": time.monotonic() - t0})
         timings["spin_a"] = time.monotonic() - t0
         if rc != 0 or not os.path.exists(os.path.join(tmp, "pan.c")):
-            raise InternalError(f"`spin -a` rejected the generated model:\n{out.strip()[:2000]}")
-        vectorsz = 4096 if len(text) > 50_000 else 2048
+            if rc > 0 and re.search(r"m\.pml:\d+", out):  # spin's own complaint about the model
+                raise InternalError(f"`spin -a` rejected the generated model:\n{out.strip()[:2000]}")
+            if "preprocessing failed" in out:
+                raise ToolError(f"SPIN could not run the C preprocessor on its model (gcc -E, or tcc -E when gcc "
+                                f"is absent): reinstall it (`sudo apt-get install tcc`, or gcc). Its output:\n"
+                                f"{out.strip()[-1000:]}")
+            raise ToolError(f"`{tools.spin} -a` failed (exit {rc}) without building a verifier: the SPIN "
+                            f"installation looks broken; reinstall it (`sudo apt-get install spin`). Its output:\n"
+                            f"{out.strip()[-1000:]}")
         t0 = time.monotonic()
-        cc = [tools.compiler, "-DSAFETY", f"-DMEMLIM={int(memory_mb)}", f"-DVECTORSZ={vectorsz}", "-o", "pan", "pan.c"]
-        if tools.compiler_name != "tcc":
-            cc.insert(1, "-O1")
+        cc = compile_command(tools, memory_mb, 4096 if len(text) > 50_000 else 2048)
         try:
             rc, out, _ = _run(cc, tmp, max(1.0, timeout - (time.monotonic() - start)), token)
         except BoundHit:
-            return RunResult(status="incomplete", incomplete="time", seconds=time.monotonic() - start)
+            return RunResult(status="incomplete", incomplete="time", seconds=time.monotonic() - start,
+                             timings={**timings, "compile": time.monotonic() - t0})
         timings["compile"] = time.monotonic() - t0
-        if rc != 0:
-            raise InternalError(f"`{tools.compiler_name}` could not build pan.c:\n{out.strip()[:2000]}")
+        if rc != 0 or not os.path.exists(os.path.join(tmp, "pan")):
+            if rc > 0 and re.search(r"\bpan\.[chmbt]:\d+", out) and not _install_problem(out):
+                raise InternalError(f"`{tools.compiler_name}` could not build pan.c:\n{out.strip()[:2000]}")
+            raise ToolError(f"the C compiler `{tools.compiler}` failed (exit {rc}) building SPIN's verifier: "
+                            f"reinstall it (`sudo apt-get install tcc`, or gcc). Its output:\n{out.strip()[-1000:]}")
         remaining = max(0.5, timeout - (time.monotonic() - start))
         t0 = time.monotonic()
         rc, out, interrupted = _run(["./pan", "-n", f"-m{depth}", f"-w{_hash_width(200_000)}", "-c1"], tmp,
                                     remaining, token, interrupt_after=remaining)
         timings["pan"] = time.monotonic() - t0
+        if interrupted and rc < 0 and "errors:" not in out:
+            # Past the time bound pan ignored SIGINT and was killed: a cut-short search, not a crash.
+            return RunResult(status="incomplete", incomplete="time", raw=out, seconds=time.monotonic() - start,
+                             timings=timings)
         if rc < 0 or ("pan:" not in out and "State-vector" not in out and "errors:" not in out):
             raise ToolError(f"SPIN's verifier (pan) crashed (exit {rc}); check the SPIN and compiler "
                             f"installation. Its output:\n{out.strip()[-2000:]}")
@@ -240,7 +286,8 @@ def check_model(text: str, tools: Tools, *, timeout: float = 20.0, depth: int = 
         if res.status == "error":
             t0 = time.monotonic()
             try:
-                rc, trail, _ = _run([tools.spin, "-t", "-p", "-g", "-l", "-k", "m.pml.trail", "m.pml"], tmp, 30, token)
+                rc, trail, _ = _run([tools.spin, *tools.spin_args, "-t", "-p", "-g", "-l", "-k", "m.pml.trail", "m.pml"],
+                                    tmp, 30, token)
             except BoundHit:
                 trail = ""
             timings["trail"] = time.monotonic() - t0
@@ -281,9 +328,18 @@ def parse_pan(out: str) -> RunResult:
             if marker in out:
                 res.status, res.incomplete = "incomplete", bound
                 break
-        if "errors:" not in out:
+        if "errors:" not in out or "states, stored" not in out:
             res.status, res.incomplete = "incomplete", res.incomplete or "unknown"
+        elif re.search(r"^(Bit statespace|Hash-Compact \d+) search for:", out, re.M):
+            # A lossy search may skip states: probabilistic, never a proof (docs/policies.md P9).
+            res.status, res.incomplete = "incomplete", "bitstate" if "Bit statespace" in out else "hash-compact"
     return res
+
+
+def _install_problem(out: str) -> bool:
+    """Compiler output that points at the installation (headers or libraries), not at pan.c."""
+    return bool(re.search(r"include file|No such file|cannot find|not found|undefined reference|library",
+                          out, re.I))
 
 
 def parse_trail(text: str, res: RunResult):

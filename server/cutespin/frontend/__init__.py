@@ -4,6 +4,7 @@ Static only: libcst parses the file; nothing is imported or executed.
 """
 from __future__ import annotations
 
+import ast
 import itertools
 from dataclasses import dataclass
 from typing import Optional
@@ -37,12 +38,72 @@ class KernelEnv:
     assumptions: list
 
 
+# Larger files are refused: libcst needs about 25 s and 0.5 GB per 500 KB of Python, far more than
+# any kernel file (the largest CuTe DSL examples are near 150 KB).
+MAX_SOURCE_CHARS = 512 * 1024
+
+
 def build_models(text: str, path: str, settings: Settings) -> list:
+    python_error = check_shape(text)
     try:
         info = discover(text)
     except cst.ParserSyntaxError as e:
-        raise FrontendError(f"syntax error at line {e.raw_line}: {e.message}") from None
+        line = e.raw_line
+        if e.message.startswith("tokenizer error") and python_error is not None and python_error.lineno:
+            line = python_error.lineno  # libcst's tokenizer errors all say line 1
+        raise FrontendError(f"syntax error at line {line}: {e.message}") from None
+    except Exception as e:  # noqa: BLE001 - re-raised unless the nesting exhausted Python's stack
+        if not _from_recursion(e):
+            raise
+        raise FrontendError("the code nests too deeply to analyze") from None
     return [build_kernel(info, site, path, settings) for site in info.kernels]
+
+
+def _from_recursion(e: BaseException) -> bool:
+    """A RecursionError, or an error raised while one unwound (libcst's metadata visitors turn it
+    into a KeyError on the way out)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, RecursionError):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def check_shape(text: str) -> Optional[SyntaxError]:
+    """Refuse, with a FrontendError, what libcst cannot take safely: a file beyond
+    MAX_SOURCE_CHARS, text that is not Unicode (lone surrogates, which an editor can send), and
+    code nested deeper than CPython's own parser accepts (libcst's native parser overflows the C
+    stack and kills the process on a few thousand nested brackets or operators). CPython's parser
+    checks the nesting without executing anything; its other syntax errors are left to libcst,
+    which reports them (the error is returned for its line)."""
+    if len(text) > MAX_SOURCE_CHARS:
+        raise FrontendError(f"the file is too large to analyze ({len(text) // 1024} KB; the limit is "
+                            f"{MAX_SOURCE_CHARS // 1024} KB)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise FrontendError(f"syntax error at line {text.count(chr(10), 0, e.start) + 1}: the text is not valid "
+                            f"Unicode (a lone surrogate)") from None
+    try:
+        ast.parse(text)
+    except SyntaxError as e:
+        msg = str(e.msg)
+        if "too many nested" in msg or "too complex" in msg or "too many statically nested" in msg:
+            raise FrontendError(f"syntax error at line {e.lineno}: {msg}: the code nests too deeply to analyze") \
+                from None
+        if not e.lineno and "\x00" in text:  # Python 3.11.4+: a SyntaxError without a line
+            e.lineno = text.count("\n", 0, text.index("\x00")) + 1
+        return e
+    except (RecursionError, MemoryError):
+        raise FrontendError("the code nests too deeply to analyze (Python's own parser gives up)") from None
+    except ValueError:  # NUL bytes (Python < 3.12): libcst reports them, here is their line
+        if "\x00" in text:
+            err = SyntaxError("NUL byte")
+            err.lineno = text.count("\n", 0, text.index("\x00")) + 1
+            return err
+    return None
 
 
 def _quiet_interp(info, self_obj, methods, env=None, cta=0, warp=0, cluster=1):
@@ -83,6 +144,17 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict) ->
     return self_obj
 
 
+SHAPE_PINS = ("stages", "loop", "block", "cluster", "grid")
+
+
+def _positive_pin(key: str, v) -> bool:
+    """Shape pins are positive integers; block, cluster and grid may be tuples of them."""
+    ok = lambda x: isinstance(x, int) and not isinstance(x, bool) and x > 0  # noqa: E731
+    if isinstance(v, tuple) and key in ("block", "cluster", "grid"):
+        return bool(v) and all(ok(x) for x in v)
+    return ok(v)
+
+
 def _pin_matches(name: str, pins: dict):
     if name in pins:
         return True, pins[name]
@@ -106,8 +178,9 @@ def _param_default(param: cst.Param, ann: str, name: str):
 def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> KernelEnv:
     methods = class_methods(site.cls)
     pins = {**settings.kernel_pins.get(site.qualname, {}), **site.pins}
+    ignored = [(k, pins.pop(k)) for k in SHAPE_PINS if k in pins and not _positive_pin(k, pins[k])]
     self_obj = _fold_self(info, site, methods, pins) if site.cls is not None else None
-    assumptions: list = []
+    assumptions: list = [f"pin `{k}={v}` ignored: expected a positive integer" for k, v in ignored]
     if self_obj is not None:
         for attr, val in list(self_obj.attrs.items()):
             hit, pv = _pin_matches(attr, pins)
@@ -471,6 +544,9 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         registry.assume(a)
     def_span = info.span(site.node.name)
     threads = env.threads
+    if threads is not None and threads < 1:
+        registry.add_unmodeled(ir.Unmodeled(def_span.line, "block size", f"{threads} threads per CTA"))
+        threads = 32
     if threads is None:
         threads = 128
         registry.assume("block size not foldable: assumed 128 threads (pin it with `# cutespin: block=N`)")
@@ -485,6 +561,10 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         registry.add_unmodeled(ir.Unmodeled(def_span.line, "cluster size",
                                             f"cluster of {ctas} CTAs is larger than the modeled maximum {settings.max_ctas}"))
         ctas = cluster = settings.max_ctas
+    if bound > I.MAX_UNROLL:  # e.g. `self.stages = 10**9`: no trip count list of that length is built
+        registry.add_unmodeled(ir.Unmodeled(def_span.line, "loop bound", f"runtime loops would take up to {bound} "
+                                            f"trips; at most {I.MAX_UNROLL} are unrolled (pin a smaller loop bound)"))
+        return _abandoned(site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
 
     def run_all(trips, discovered, ctas_now):
         procs = []

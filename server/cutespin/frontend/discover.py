@@ -149,6 +149,8 @@ def _pin_value(raw: str):
     try:
         if raw.startswith("(") or "x" in raw:
             parts = [int(p) for p in re.split(r"[x,()\s]+", raw) if p]
+            if not parts:  # e.g. `cluster=x`
+                return raw
             return tuple(parts) if len(parts) > 1 else parts[0]
         return int(raw, 0)
     except ValueError:

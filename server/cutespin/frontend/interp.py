@@ -27,6 +27,8 @@ MBARRIER_MAX = (1 << 20) - 1
 MAX_UNROLL = 256
 MAX_OPS = 20000
 MAX_STEPS = 60000  # statements interpreted for one warp in one trip-count configuration
+MAX_KERNEL_STEPS = 400_000  # statements interpreted for a whole kernel: all warps, all trip counts
+MAX_INT_BITS = 4096  # larger folded integers (`10**10**8`, `1 << 10**10`) are not computed: unknown
 
 
 class Unsupported(Exception):
@@ -175,6 +177,10 @@ class KernelInterp:
         if self.steps > MAX_STEPS:
             raise Unsupported(f"the unrolled kernel needs more than {MAX_STEPS} interpretation steps for one warp; "
                               f"pin a smaller loop bound", whole_kernel=True)
+        self.registry.steps += 1
+        if self.registry.steps > MAX_KERNEL_STEPS:
+            raise Unsupported(f"the unrolled kernel needs more than {MAX_KERNEL_STEPS} interpretation steps over all "
+                              f"warps and trip counts; pin a smaller loop bound or fewer stages", whole_kernel=True)
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 self.exec_small(small)
@@ -364,10 +370,10 @@ class KernelInterp:
     def loop_values(self, node, bound_node, start, stop, step):
         """The loop index values for `range(start, stop, step)`; runtime bounds are trip counts."""
         if _is_int(start) and _is_int(stop) and _is_int(step) and step != 0:
-            vals = list(range(start, stop, step))
-            if len(vals) > MAX_UNROLL:
+            vals = range(start, stop, step)
+            if len(vals) > MAX_UNROLL:  # never materialise `range(10**12)`
                 raise Unsupported(f"loop of {len(vals)} iterations with synchronization")
-            return vals
+            return list(vals)
         text = self.code(bound_node)
         trips = self.trip(text, node)
         first = start if _is_int(start) else 0
@@ -492,7 +498,10 @@ class KernelInterp:
         return m(node)
 
     def eval_Integer(self, node):
-        return int(node.value.replace("_", ""), 0)
+        try:
+            return int(node.value.replace("_", ""), 0)
+        except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+            return Unknown("integer literal too large")
 
     def eval_Float(self, node):
         return float(node.value)
@@ -647,11 +656,15 @@ class KernelInterp:
         if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and op is operator.add:
             return tuple(a) + tuple(b)
         if isinstance(a, (tuple, list)) and _is_int(b) and op is operator.mul:
+            if len(a) * b > MAX_UNROLL:
+                return Unknown("sequence too long")
             return tuple(a) * b
         try:
             if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+                if _too_big(op, a, b):
+                    return Unknown("integer too large")
                 return op(a, b)
-        except (ZeroDivisionError, OverflowError, ValueError):
+        except (ZeroDivisionError, OverflowError, ValueError, TypeError):  # TypeError: `1 ^ 1.5`
             return Unknown("arithmetic error")
         return Unknown("operator on non-numbers")
 
@@ -689,7 +702,10 @@ class KernelInterp:
             bv = b.vals if isinstance(b, LaneVal) else (b,) * 32
             if any(isinstance(x, Unknown) for x in av + bv):
                 return Unknown("per-lane runtime comparison")
-            return LaneVal(tuple(op(x, y) for x, y in zip(av, bv)))
+            try:
+                return LaneVal(tuple(op(x, y) for x, y in zip(av, bv)))
+            except TypeError:
+                return Unknown("comparison of unlike values")
         if isinstance(a, Unknown) or isinstance(b, Unknown) or isinstance(a, (FlagRead, TryWaitResult)):
             return Unknown("runtime comparison")
         try:
@@ -1042,6 +1058,7 @@ class Registry:
         self.unmodeled: dict = {}
         self.assumptions: list = []
         self.statics: list = []
+        self.steps = 0  # statements interpreted for this kernel (MAX_KERNEL_STEPS)
 
     def add_unmodeled(self, item: ir.Unmodeled):
         self.unmodeled.setdefault((item.line, item.construct), item)
@@ -1174,6 +1191,10 @@ def h_mbarrier_arrive(it: KernelInterp, args, kwargs, node):
     relaxed = kwargs.get("relaxed", False) is True
     if not _is_int(count) or scope is None:
         it.unmodeled(node, "mbarrier_arrive", "arrive count or scope is not known")
+        return None
+    if count < 1 or count > MBARRIER_MAX:
+        it.registry.static(ir.StaticFinding(
+            "overrun", f"mbarrier_arrive count {count} is outside the hardware range 1..{MBARRIER_MAX}", it.span(node)))
         return None
     for mask, target in _remote_target(it, bar, peer, node):
         it.emit(RawArrive(it.span(node), target, int(count), mask, scope, target.remote or bar.remote,
@@ -1376,8 +1397,9 @@ def h_bulk_commit(it, args, kwargs, node):
 def h_bulk_wait(it, args, kwargs, node):
     n = _kw(args, kwargs, 0, "group", 0)
     read = kwargs.get("read") is True
-    if not _is_int(n):
-        it.unmodeled(node, "cp_async_bulk_wait_group", "the group count is not known")
+    if not _is_int(n) or n < 0:
+        it.unmodeled(node, "cp_async_bulk_wait_group", "the group count is not known" if not _is_int(n)
+                     else f"group count {n} is negative")
         return
     it.emit(ir.BulkWait(it.span(node), int(n), read))
 
@@ -1605,6 +1627,19 @@ def as_dtype(v):
 
 def _is_int(v) -> bool:
     return isinstance(v, int)
+
+
+def _too_big(op, a, b) -> bool:
+    """Whether an integer `op(a, b)` would exceed MAX_INT_BITS (computing it could take minutes)."""
+    if not (isinstance(a, int) and isinstance(b, int)):
+        return False
+    if op is operator.pow:
+        return b > 0 and abs(a) > 1 and (abs(a).bit_length() - 1) * b > MAX_INT_BITS
+    if op is operator.lshift:
+        return b > MAX_INT_BITS
+    if op is operator.mul:
+        return a.bit_length() + b.bit_length() > MAX_INT_BITS
+    return False
 
 
 def _same(a, b) -> bool:

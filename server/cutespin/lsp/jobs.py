@@ -74,7 +74,8 @@ class DocState:
 
 
 def check_key(text: str, settings: Settings) -> tuple:
-    return hashlib.sha256(text.encode()).hexdigest(), repr(settings)
+    # surrogatepass: an editor may send lone surrogates; the front end reports them, this must not fail
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(), repr(settings)
 
 
 # --------------------------------------------------------------------------------------- jobs
@@ -123,6 +124,10 @@ class JobManager:
             old = self.running.get(job.uri)
             if old is not None and old is not job:
                 self._cancel(old)
+                if old.task is not None and not old.task.done():
+                    # Let it report "cancelled" before this job reports anything: otherwise a result
+                    # served at once (unchanged text) can be followed by the old job's "cancelled".
+                    await asyncio.wait([old.task], timeout=2.0)
             job.started = True
             self.running[job.uri] = job
             await body(job)

@@ -21,7 +21,11 @@ from .. import ir
 
 WORD_BITS = 32
 MAX_GROUPS = 15
-MAX_DSTEPS = 2000
+# SPIN keeps one exit label per d_step for the whole model plus one entry per statement of the
+# d_step it is compiling, in a table of 2048 (spin dstep.c, MAXDSTEP): d_steps so far plus the
+# statements of any one d_step must stay below it, or `spin -a` fails ("d_step sequence too long").
+MAX_DSTEPS = 1800
+MAX_DSTEP_STATEMENTS = 200
 DSTEP_CHUNK = 16  # statements per d_step (SPIN rejects very long d_step sequences)
 MAX_MODEL_LINES = 40_000
 
@@ -67,6 +71,49 @@ class TooManyGroups(Exception):
 
 class ModelTooLarge(Exception):
     """The unrolled model is beyond what SPIN handles interactively."""
+
+
+class ValueOutOfRange(Exception):
+    """A number from the source that the model cannot hold (Promela's int is 32 bits): the kernel
+    is inconclusive rather than checked with a wrapped value."""
+
+
+# Every number that reaches the Promela text comes from an op field listed here and is checked
+# first: an int (not a bool), small enough that sums of a few of them stay inside a 32-bit int.
+MAX_LITERAL = (1 << 30) - 1
+_NUMBERS = {
+    ir.MbInit: (("count", "mbarrier_init count"),),
+    ir.MbArrive: (("count", "arrive count"), ("tx", "transaction bytes")),
+    ir.MbExpectTx: (("tx", "transaction bytes"),),
+    ir.MbWait: (("parity", "wait parity"),),
+    ir.TmaLoad: (("tx", "TMA transaction bytes"),),
+    ir.NamedBarrier: (("barrier_id", "named barrier id"), ("threads", "named barrier thread count"),
+                      ("arriving", "named barrier arrivals")),
+    ir.FlagUpdate: (("value", "flag value"), ("arrivals", "flag update lanes")),
+    ir.FlagWait: (("value", "flag value"),),
+    ir.BulkWait: (("pending", "bulk wait group count"),),
+}
+_COMPARISONS = {">=", ">", "==", "!=", "<", "<="}
+
+
+def check_values(k: ir.KernelModel) -> None:
+    """Raise ValueOutOfRange for the first op whose numbers the model cannot represent."""
+    for p in k.processes:
+        for ops in p.variants:
+            for op in ir.walk(ops):
+                fields = _NUMBERS.get(type(op), ())
+                values = [(getattr(op, name), what) for name, what in fields]
+                if isinstance(op, ir.FlagUpdate) and isinstance(op.value, int) and isinstance(op.arrivals, int):
+                    values.append((op.value * op.arrivals, "flag value times the lanes updating it"))
+                for v, what in values:
+                    if v is None and what == "named barrier thread count":
+                        continue
+                    if not isinstance(v, int) or isinstance(v, bool) or abs(v) > MAX_LITERAL:
+                        shown = repr(v) if len(repr(v)) <= 24 else f"{repr(v)[:20]}..."
+                        raise ValueOutOfRange(f"line {op.span.line if op.span else '?'}: {what} {shown} is outside "
+                                              f"what the model represents (integers up to 2^30 - 1)")
+                if isinstance(op, ir.FlagWait) and op.cmp not in _COMPARISONS:
+                    raise ValueOutOfRange(f"line {op.span.line if op.span else '?'}: comparison {op.cmp!r}")
 
 
 
@@ -287,15 +334,22 @@ class Lowering:
         chunks = [stmts[i:i + DSTEP_CHUNK] for i in range(0, len(stmts), DSTEP_CHUNK)] or [["skip"]]
         out = []
         for c in chunks:
-            # SPIN accepts at most ~2047 d_step sequences per model; past that, atomic blocks give
-            # the same semantics (no interleaving, a leading guard blocks), only slower.
-            self.dsteps += 1
-            kw = "d_step" if self.dsteps < MAX_DSTEPS else "atomic"
-            out.append(kw + " { " + "; ".join(c) + " }")
+            # Past SPIN's d_step table (MAX_DSTEPS above), atomic blocks give the same semantics
+            # (no interleaving, a leading guard blocks), only slower.
+            body = "; ".join(c)
+            statements = body.count(";") + 2 * body.count("::") + 1
+            if self.dsteps < MAX_DSTEPS and statements <= MAX_DSTEP_STATEMENTS:
+                self.dsteps += 1
+                out.append("d_step { " + body + " }")
+            else:
+                out.append("atomic { " + body + " }")
         return "; ".join(out)
 
     def emit(self, text: str, info: Optional[LineInfo]):
         self.lines.append((text, info))
+        if len(self.lines) > MAX_MODEL_LINES:  # stop at once rather than build a model that is refused
+            raise ModelTooLarge(f"the unrolled model has more than {MAX_MODEL_LINES} Promela lines; "
+                                f"pin a smaller loop bound or fewer stages")
 
     # ------------------------------------------------------------------ ops
     def lower_op(self, pi: int, op, indent: str):
@@ -668,4 +722,5 @@ def _op_key(op):
 
 
 def lower(k: ir.KernelModel) -> PromelaModel:
+    check_values(k)
     return Lowering(k).build()
