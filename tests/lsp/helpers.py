@@ -119,7 +119,7 @@ def descendants(pid: int) -> list:
             continue
         name = stat[stat.index("(") + 1:stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2:].split()
-        if fields[0] == "Z":
+        if fields[0] in ("Z", "X"):  # zombies and dead entries are gone already
             continue
         children.setdefault(int(fields[1]), []).append((int(entry), name))
     out, todo = [], [pid]

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from ..lsp.helpers import descendants  # noqa: F401 - shared with the suites here
+
 REPORT: list = []  # lines printed in pytest's terminal summary
 
 
@@ -46,29 +48,6 @@ def private_tmp(tmp_path, monkeypatch):
     root.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(root))
     return root
-
-
-def descendants(pid: int) -> list:
-    """(pid, name) of every live, non-zombie descendant of a process."""
-    children: dict = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2:].split()
-        if fields[0] in ("Z", "X"):
-            continue
-        children.setdefault(int(fields[1]), []).append((int(entry), name))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child[0])
-    return out
 
 
 def rss_kb(pid: int) -> int:

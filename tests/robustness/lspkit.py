@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from lsprotocol import types as T
 from pytest_lsp import ClientServerConfig, client_capabilities
 
 from ..lsp.helpers import SERVER_CONFIG, field
+from ..lsp.helpers import wait_for as wait_until
 
 FINAL = ("done", "error", "idle")  # a check that ran to its end (cancelled ones are superseded)
 
@@ -78,17 +78,6 @@ def final_status(client, uri: str, version: int | None = None):
     if version is not None and field(hits[-1], "version") != version:
         return None
     return hits[-1]
-
-
-async def wait_until(predicate, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 async def wait_final(client, uri: str, version: int | None = None, timeout: float = 60.0):
