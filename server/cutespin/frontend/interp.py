@@ -19,7 +19,7 @@ from . import pipelines as P
 from .discover import ModuleInfo, canonical, qualify
 from .values import _flatten as _flat
 from .values import (
-    DTYPE_BITS, FULL_MASK, Allocator, DType, ElectCtx, FlagRead, FuncRef, Gmem, LaneVal, Layout,
+    DTYPE_BITS, FULL_MASK, Allocator, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LaneVal, Layout,
     ModuleRef, NamedBarrierObj, SelfObj, Smem, Storage, TmaAtom, TryWaitResult, Unknown,
 )
 
@@ -787,7 +787,7 @@ class KernelInterp:
         if _view_name(name):
             for v in args:
                 if isinstance(v, (Smem, Gmem)):
-                    return v
+                    return self.thread_partition(v, node) if name == "cute.local_partition" else v
         if name.startswith("cute.") or name.startswith(PURE_PREFIXES) or name in BUILTIN_PURE:
             return _builtin(name, args)
         if sync_args:
@@ -831,10 +831,12 @@ class KernelInterp:
             return self.named_barrier_method(base, meth, node)
         if isinstance(base, FuncRef):
             return Unknown("method of a function")
+        if isinstance(base, CopyKind) and meth in ("get_slice", "get_thread_slice"):
+            return base  # a thread slice issues the same instruction
         if _view_name(meth):
             for v in args:
                 if isinstance(v, (Smem, Gmem)):
-                    return v
+                    return self.thread_partition(v, node) if meth.startswith("partition") else v
         sync_args = [v for v in args + list(kwargs.values()) if isinstance(v, (Smem, NamedBarrierObj))]
         if sync_args and meth not in ("partition_shape_A", "partition_shape_B", "make_fragment_A",
                                       "make_fragment_B", "make_fragment_C", "retile"):
@@ -906,6 +908,15 @@ class KernelInterp:
             if len(shape) >= 3 and stages is not None and shape[-1] == stages:
                 return buf.at(stages=stages)
         return buf
+
+    def thread_partition(self, v, node):
+        """`thr.partition_D(s)` / `local_partition(s, ..., tidx)`: the calling thread's elements of
+        `s`. The view is keyed by the call site, so two warps' accesses through the same
+        partition are known to touch different elements (ir.Access.part)."""
+        if isinstance(v, Smem):
+            sp = self.span(node)
+            return v.at(part=f"{sp.line}:{sp.column}")
+        return v
 
     def kernel_stages(self):
         return self.registry.stages
@@ -983,6 +994,18 @@ class RawAccess(ir.Op):
     write: bool
     mask: int
     async_read: bool
+
+
+@dataclass
+class RawCpAsync(ir.Op):
+    dst: Smem
+    mask: int
+
+
+@dataclass
+class RawCpAsyncWait(ir.Op):
+    pending: int
+    mask: int
 
 
 @dataclass
@@ -1425,11 +1448,41 @@ def h_copy(it: KernelInterp, args, kwargs, node):
     if isinstance(atom, TmaAtom) and isinstance(src, Smem):
         it.emit(RawTmaStore(span, src, dst, it.mask))
         return None
+    if isinstance(atom, CopyKind) and atom.kind == "cpasync" and isinstance(dst, Smem):
+        if isinstance(src, (Smem, Gmem)):
+            it.access(src, False, node)
+        it.emit(RawCpAsync(span, dst, it.mask))
+        return None
     if isinstance(src, (Smem, Gmem)):
         it.access(src, False, node)
     if isinstance(dst, (Smem, Gmem)):
         it.access(dst, True, node)
     return None
+
+
+def h_cpasync_op(it, args, kwargs, node):
+    return CopyKind("cpasync")
+
+
+def h_make_copy_atom(it, args, kwargs, node):
+    """`make_copy_atom(op, ...)` / `make_tiled_copy*(atom, ...)`: keep the instruction kind."""
+    first = args[0] if args else kwargs.get("op", kwargs.get("atom"))
+    return first if isinstance(first, CopyKind) else Unknown("copy atom")
+
+
+def h_cp_async_commit(it, args, kwargs, node):
+    it.emit(ir.CpAsyncCommit(it.span(node)))
+
+
+def h_cp_async_wait(it, args, kwargs, node):
+    n = _kw(args, kwargs, 0, "n", 0)
+    if isinstance(n, LaneVal):
+        n = n.uniform()
+    if not _is_int(n) or n < 0:
+        it.unmodeled(node, "cp_async_wait_group", "the group count is not known" if not _is_int(n)
+                     else f"group count {n} is negative")
+        return
+    it.emit(RawCpAsyncWait(it.span(node), int(n), it.mask))
 
 
 def h_autovec_copy(it, args, kwargs, node):
@@ -1565,6 +1618,12 @@ CALLS: dict = {
     "arch.atomic_xor": _h_atomic("xor"), "arch.atomic_max": _h_atomic("max"), "arch.atomic_min": _h_atomic("min"),
     "arch.atomic_cas": _h_atomic("cas"), "arch.red": h_red, "arch.load": h_load, "arch.store": h_store,
     "arch.cp_async_bulk_commit_group": h_bulk_commit, "arch.cp_async_bulk_wait_group": h_bulk_wait,
+    "arch.cp_async_commit_group": h_cp_async_commit, "arch.cp_async_wait_group": h_cp_async_wait,
+    "cute.nvgpu.cpasync.CopyG2SOp": h_cpasync_op, "cute.make_copy_atom": h_make_copy_atom,
+    "cute.make_tiled_copy": h_make_copy_atom, "cute.make_tiled_copy_tv": h_make_copy_atom,
+    "cute.make_tiled_copy_A": h_make_copy_atom, "cute.make_tiled_copy_B": h_make_copy_atom,
+    "cute.make_tiled_copy_C": h_make_copy_atom, "cute.make_tiled_copy_S": h_make_copy_atom,
+    "cute.make_tiled_copy_D": h_make_copy_atom,
     "arch.alloc_smem": h_alloc_smem, "arch.get_dyn_smem": h_alloc_smem,
     "cute.copy": h_copy, "cute.autovec_copy": h_autovec_copy, "cute.basic_copy": h_autovec_copy,
     "cute.gemm": h_gemm, "cute.make_layout": h_make_layout, "cute.make_ordered_layout": h_make_layout,

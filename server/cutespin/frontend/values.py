@@ -51,6 +51,7 @@ class Smem:
     nbytes: Optional[int] = None  # bytes of one stage (None when unknown)
     remote: bool = False
     label_base: int = 0  # offset that index 0 of `label` starts at (a pipeline's empty array)
+    part: Optional[str] = None  # per-thread partition view: the partition call site (see ir.Access.part)
 
     def at(self, **kw) -> "Smem":
         return replace(self, **kw)
@@ -82,6 +83,14 @@ class Allocator:
 @dataclass(frozen=True)
 class TmaAtom:
     name: str
+
+
+@dataclass(frozen=True)
+class CopyKind:
+    """A copy operation, copy atom, tiled copy or thread slice of one whose instruction matters for
+    synchronization: "cpasync" (Ampere `cp.async`, CopyG2SOp)."""
+
+    kind: str
 
 
 @dataclass(frozen=True)
