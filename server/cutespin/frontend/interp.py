@@ -20,7 +20,7 @@ from .discover import ModuleInfo, canonical, qualify
 from .values import _flatten as _flat
 from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LaneVal, Layout,
-    ModuleRef, NamedBarrierObj, SelfObj, Smem, Storage, TmaAtom, TryWaitResult, Unknown,
+    ModuleRef, NamedBarrierObj, SelfObj, Smem, Storage, TmaAtom, TmemAllocatorObj, TryWaitResult, Unknown,
 )
 
 MBARRIER_MAX = (1 << 20) - 1
@@ -829,6 +829,8 @@ class KernelInterp:
             return base if _view_name(meth) else Unknown(f"{meth} of a tensor")
         if isinstance(base, NamedBarrierObj):
             return self.named_barrier_method(base, meth, node)
+        if isinstance(base, TmemAllocatorObj):
+            return tmem_allocator_method(self, base, meth, args, kwargs, node)
         if isinstance(base, FuncRef):
             return Unknown("method of a function")
         if isinstance(base, CopyKind) and meth in ("get_slice", "get_thread_slice"):
@@ -1485,6 +1487,92 @@ def h_cp_async_wait(it, args, kwargs, node):
     it.emit(RawCpAsyncWait(it.span(node), int(n), it.mask))
 
 
+# ---- TMEM (sm100). What is modeled: the allocation handoff through shared memory (alloc_tmem
+# writes the TMEM address into an SMEM word, retrieve_tmem_ptr reads it, so a missing barrier
+# between them is a race). TMEM contents are not tracked: tcgen05.ld/st and MMA accumulators,
+# their waits (fence_view_async_tmem_load/store) and dealloc ordering are stated assumptions.
+
+TMEM_CONTENTS = ("TMEM contents are not tracked: the ordering of tcgen05.ld/st, MMA accumulator writes, "
+                 "fence_view_async_tmem_load/store and dealloc_tmem against TMEM users is not checked")
+
+
+def _tmem_holder_write(it, holder, node, what):
+    if isinstance(holder, Smem):
+        it.access(holder, True, node)
+    else:
+        it.unmodeled(node, what, "the shared-memory word receiving the TMEM address could not be resolved")
+
+
+def _tmem_holder_read(it, holder, node, what):
+    it.registry.assume(TMEM_CONTENTS)
+    if isinstance(holder, Smem):
+        it.access(holder, False, node)
+    else:
+        it.unmodeled(node, what, "the shared-memory word holding the TMEM address could not be resolved")
+    return Unknown("TMEM pointer")
+
+
+def h_alloc_tmem(it, args, kwargs, node):
+    if kwargs.get("is_two_cta") is True:
+        it.unmodeled(node, "cute.arch.alloc_tmem(is_two_cta=True)", "2-CTA TMEM allocation is not modeled")
+        return None
+    _tmem_holder_write(it, _kw(args, kwargs, 1, "smem_ptr_to_write_address"), node, "cute.arch.alloc_tmem")
+    return None
+
+
+def h_retrieve_tmem_ptr(it, args, kwargs, node):
+    return _tmem_holder_read(it, _kw(args, kwargs, 2, "ptr_to_buffer_holding_addr"), node, "cute.arch.retrieve_tmem_ptr")
+
+
+def h_tmem_contents(it, args, kwargs, node):
+    """dealloc_tmem, relinquish_tmem_alloc_permit, fence_view_async_tmem_load/store: they order
+    TMEM accesses only, which are not tracked (stated)."""
+    it.registry.assume(TMEM_CONTENTS)
+    return None
+
+
+def h_griddepcontrol(it, args, kwargs, node):
+    """griddepcontrol.wait / launch_dependents order this grid against the grids it depends on
+    or that depend on it; they do not order warps of one launch."""
+    it.registry.assume("programmatic dependent launch (griddepcontrol_wait / launch_dependents): ordering with "
+                       "other kernels is not modeled; inside one launch they neither block nor synchronize warps")
+    return None
+
+
+def h_tmem_allocator(it, args, kwargs, node):
+    return TmemAllocatorObj(_kw(args, kwargs, 0, "alloc_result_dst_smem_ptr"), kwargs.get("barrier_for_retrieve"),
+                            kwargs.get("allocator_warp_id", 0), kwargs.get("is_two_cta", False))
+
+
+def tmem_allocator_method(it, t: TmemAllocatorObj, meth, args, kwargs, node):
+    if t.two_cta is not False:
+        it.unmodeled(node, f"TmemAllocator.{meth}", "2-CTA TMEM allocation is not modeled")
+        return Unknown("TMEM")
+    on_allocator = _is_int(t.warp) and it.ctx.warp == t.warp
+    if not _is_int(t.warp):
+        it.unmodeled(node, f"TmemAllocator.{meth}", "the allocator warp is not known")
+        return Unknown("TMEM")
+    if meth in ("allocate", "reserve"):
+        if on_allocator:
+            _tmem_holder_write(it, t.holder, node, "TmemAllocator.allocate")
+        if meth == "reserve":
+            tmem_allocator_method(it, t, "wait_for_alloc", [], {}, node)
+            return tmem_allocator_method(it, t, "retrieve_ptr", [], {}, node)
+        return None
+    if meth == "wait_for_alloc":
+        if isinstance(t.barrier, NamedBarrierObj):
+            it.emit_named(t.barrier.barrier_id, t.barrier.threads, True, node)
+        else:
+            it.unmodeled(node, "TmemAllocator.wait_for_alloc", "barrier_for_retrieve could not be resolved")
+        return None
+    if meth == "retrieve_ptr":
+        return _tmem_holder_read(it, t.holder, node, "TmemAllocator.retrieve_ptr")
+    if meth in ("free", "relinquish_alloc_permit"):
+        return h_tmem_contents(it, args, kwargs, node)
+    it.unmodeled(node, f"TmemAllocator.{meth}", "method not modeled")
+    return Unknown("TMEM")
+
+
 def h_autovec_copy(it, args, kwargs, node):
     if len(args) >= 2:
         src, dst = args[0], args[1]
@@ -1624,6 +1712,12 @@ CALLS: dict = {
     "cute.make_tiled_copy_A": h_make_copy_atom, "cute.make_tiled_copy_B": h_make_copy_atom,
     "cute.make_tiled_copy_C": h_make_copy_atom, "cute.make_tiled_copy_S": h_make_copy_atom,
     "cute.make_tiled_copy_D": h_make_copy_atom,
+    "arch.alloc_tmem": h_alloc_tmem, "arch.retrieve_tmem_ptr": h_retrieve_tmem_ptr,
+    "arch.dealloc_tmem": h_tmem_contents, "arch.relinquish_tmem_alloc_permit": h_tmem_contents,
+    "arch.fence_view_async_tmem_load": h_tmem_contents, "arch.fence_view_async_tmem_store": h_tmem_contents,
+    "arch.fence_view_async_tmem_op": h_tmem_contents,
+    "arch.griddepcontrol_wait": h_griddepcontrol, "arch.griddepcontrol_launch_dependents": h_griddepcontrol,
+    "utils.TmemAllocator": h_tmem_allocator, "memory.TmemAllocator": h_tmem_allocator,
     "arch.alloc_smem": h_alloc_smem, "arch.get_dyn_smem": h_alloc_smem,
     "cute.copy": h_copy, "cute.autovec_copy": h_autovec_copy, "cute.basic_copy": h_autovec_copy,
     "cute.gemm": h_gemm, "cute.make_layout": h_make_layout, "cute.make_ordered_layout": h_make_layout,

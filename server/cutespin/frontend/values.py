@@ -94,6 +94,17 @@ class CopyKind:
 
 
 @dataclass(frozen=True)
+class TmemAllocatorObj:
+    """`utils.TmemAllocator(holder, barrier_for_retrieve=nb, allocator_warp_id=w)`: the allocator
+    warp writes the TMEM address into `holder`; the others read it after `barrier`."""
+
+    holder: Any  # Smem or Unknown
+    barrier: Any  # NamedBarrierObj or Unknown
+    warp: Any
+    two_cta: Any
+
+
+@dataclass(frozen=True)
 class NamedBarrierObj:
     barrier_id: Any
     threads: Any
