@@ -89,3 +89,15 @@ cute.arch.dealloc_tmem(ptr, 128)
     assert acc == [(True, "holder (CTA 0)"), (False, "holder (CTA 0)")]
     assert not k.unmodeled
     assert any("TMEM contents are not tracked" in a for a in k.assumptions)
+
+
+def test_functools_partial_calls_through_to_the_bound_function():
+    src = HEAD.replace("import cutlass\n", "from functools import partial\nimport cutlass\n", 1) + '''
+        copy = partial(cute.copy, thr, pred=None)
+        copy(tAgA, tAsA[None, None, 0])
+        cute.arch.cp_async_commit_group()
+'''
+    k = build_models(src, "k.py", Settings())[0]
+    ops = list(ir.walk(k.processes[0].variants[-1]))
+    assert [type(op).__name__ for op in ops if not isinstance(op, ir.Access)] == ["CpAsyncCopy", "CpAsyncCommit"]
+    assert not k.unmodeled

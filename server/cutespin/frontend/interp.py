@@ -20,7 +20,7 @@ from .discover import ModuleInfo, canonical, qualify
 from .values import _flatten as _flat
 from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LaneVal, Layout,
-    ModuleRef, NamedBarrierObj, SelfObj, Smem, Storage, TmaAtom, TmemAllocatorObj, TryWaitResult, Unknown,
+    ModuleRef, NamedBarrierObj, Partial, SelfObj, Smem, Storage, TmaAtom, TmemAllocatorObj, TryWaitResult, Unknown,
 )
 
 MBARRIER_MAX = (1 << 20) - 1
@@ -766,7 +766,13 @@ class KernelInterp:
             meth = func.attr.value
             if not isinstance(base, (ModuleRef, SelfObj)):
                 return self.call_method(base, meth, args, kwargs, node)
-        target = self.eval(func)
+        return self.call_value(self.eval(func), args, kwargs, node, func)
+
+    def call_value(self, target, args, kwargs, node, func):
+        """Call an evaluated callee: an inlined helper, a partial, a DSL handler or an unknown."""
+        if isinstance(target, Partial):
+            return self.call_value(target.func, list(target.args) + list(args), {**dict(target.kwargs), **kwargs},
+                                   node, func)
         if isinstance(target, FuncRef):
             return self.inline(target, args, kwargs, node)
         if isinstance(target, ModuleRef) and target.qualname.endswith(".create") and ".pipeline." in (
@@ -1462,6 +1468,12 @@ def h_copy(it: KernelInterp, args, kwargs, node):
     return None
 
 
+def h_partial(it, args, kwargs, node):
+    if not args:
+        return Unknown("functools.partial without a function")
+    return Partial(args[0], tuple(args[1:]), tuple(kwargs.items()))
+
+
 def h_cpasync_op(it, args, kwargs, node):
     return CopyKind("cpasync")
 
@@ -1712,6 +1724,7 @@ CALLS: dict = {
     "cute.make_tiled_copy_A": h_make_copy_atom, "cute.make_tiled_copy_B": h_make_copy_atom,
     "cute.make_tiled_copy_C": h_make_copy_atom, "cute.make_tiled_copy_S": h_make_copy_atom,
     "cute.make_tiled_copy_D": h_make_copy_atom,
+    "functools.partial": h_partial,
     "arch.alloc_tmem": h_alloc_tmem, "arch.retrieve_tmem_ptr": h_retrieve_tmem_ptr,
     "arch.dealloc_tmem": h_tmem_contents, "arch.relinquish_tmem_alloc_permit": h_tmem_contents,
     "arch.fence_view_async_tmem_load": h_tmem_contents, "arch.fence_view_async_tmem_store": h_tmem_contents,

@@ -94,6 +94,16 @@ class CopyKind:
 
 
 @dataclass(frozen=True)
+class Partial:
+    """`functools.partial(func, *args, **kwargs)`: calling it calls `func` with the bound
+    arguments first (keywords given at the call win)."""
+
+    func: Any
+    args: tuple
+    kwargs: tuple  # (name, value) pairs
+
+
+@dataclass(frozen=True)
 class TmemAllocatorObj:
     """`utils.TmemAllocator(holder, barrier_for_retrieve=nb, allocator_warp_id=w)`: the allocator
     warp writes the TMEM address into `holder`; the others read it after `barrier`."""
