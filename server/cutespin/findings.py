@@ -166,7 +166,7 @@ ASSERT_KIND = [
     (re.compile(r"mb_p\["), "overrun", "overarrive"),
     (re.compile(r"\btq\d+"), "race", "tma_inflight"),
     (re.compile(r"\bu_\d+"), "fence", "fence"),
-    (re.compile(r"\ba_\d+"), "race", "race"),
+    (re.compile(r"\ba(n|p\d+)?_\d+"), "race", "race"),  # a_r, or the per-partition an_r / ap<j>_r
 ]
 
 
@@ -204,10 +204,16 @@ def findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> li
                 rel = [Related(path, span, f"the read that may see stale data: {role} {what}")] + related
                 data["read_span"] = span.to_json()
                 return [Finding("scope", msg, nspan, path, rel, steps=steps, data=data)]
-            if info and info.op == "load":
+            if info and info.op == "load" and info.region in pm.cp_async_dests:
+                msg = (f"data race: {role} {what} while a cp.async copy into it is not complete and ordered "
+                       f"before the read: cp_async_wait_group(n) must retire the copy's group, threads other than "
+                       f"the issuing ones need a barrier (sync_threads / named barrier) after that wait, and the "
+                       f"buffer must not be refilled before its readers pass a barrier; on the GPU the read can "
+                       f"see stale or partial data")
+            elif info and info.op == "load":
                 msg = (f"data race: {role} {what} before the write it depends on is ordered before it "
                        f"(read-after-write); on the GPU it can read stale or partial data")
-            elif info and info.op in ("store", "tma_load"):
+            elif info and info.op in ("store", "tma_load", "cp_async"):
                 msg = (f"data race: {role} {what} while another role may still be reading it "
                        f"(write-after-read); on the GPU the reader can see the new data too early")
             elif info and info.op == "tma_store":

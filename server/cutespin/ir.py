@@ -169,6 +169,30 @@ class BulkWait(Op):
 
 
 @dataclass
+class CpAsyncCopy(Op):
+    """An Ampere `cp.async` copy into `region`: written by the warp's cp.async unit, visible to the
+    issuing lanes only once a `cp_async_wait_group` retires its group (CpAsyncWait)."""
+
+    region: Region
+    lanes: int
+    part: Optional[str] = None  # thread-partition key of the destination view (see Access.part)
+
+
+@dataclass
+class CpAsyncCommit(Op):
+    pass
+
+
+@dataclass
+class CpAsyncWait(Op):
+    """cp.async.wait_group N: every group but the newest `pending` of this warp has landed."""
+
+    pending: int
+    lanes: int = 1
+    done_copies: list = field(default_factory=list)  # CpAsyncCopy ops now complete
+
+
+@dataclass
 class Access(Op):
     """A generic-proxy load or store of a tracked region by the lanes in `lanes`."""
 
@@ -176,6 +200,9 @@ class Access(Op):
     write: bool
     lanes: int
     async_read: bool = False  # read through the async proxy (wgmma / UMMA operand)
+    # Key of a per-thread partition view (`thr_copy.partition_D(s)` etc., by call site): two
+    # accesses through the same partition by different warps touch disjoint elements.
+    part: Optional[str] = None
 
 
 @dataclass
@@ -252,7 +279,7 @@ class GuardedBlock(Op):
 
 OpT = Union[
     MbInit, MbInitFence, MbArrive, MbExpectTx, MbWait, TmaLoad, TmaStore, BulkCommit, BulkWait,
-    Access, Fence, NamedBarrier, SyncWarp, ClusterArrive, ClusterWait, FlagUpdate, FlagWait,
+    CpAsyncCopy, CpAsyncCommit, CpAsyncWait, Access, Fence, NamedBarrier, SyncWarp, ClusterArrive, ClusterWait, FlagUpdate, FlagWait,
     Choice, GuardedBlock,
 ]
 

@@ -24,6 +24,9 @@ CASES = [
     ("pipeline_tma_consumer_count.py", "CS101", "Size the pipeline's consumer group to 2", (62, "2"), True),
     ("pipeline_async_handles_race.py", "CS201", "sync_warp() before the elected arrive", (51, "cute.arch.sync_warp()"), True),
     ("pipeline_async_handles_race.py", "CS201", "Make all 32 lanes commit", (51, "handle.commit()"), True),
+    ("cp_async_no_barrier.py", "CS201", "sync_threads() after cp_async_wait_group", (72, "cute.arch.sync_threads()"), True),
+    ("cp_async_no_barrier.py", "CS201", "Wait for one more cp.async group", (71, "self.stages - 2 - 1"), False),
+    ("cp_async_wait_too_shallow.py", "CS201", "Wait for one more cp.async group", (70, "self.stages - 1 - 1"), True),
 ]
 
 _cache = {}

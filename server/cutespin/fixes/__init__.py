@@ -237,6 +237,61 @@ def fix_proxy_fence(f: Finding, k, src) -> list:
                 [S.edit(f.path, edit)])]
 
 
+def _cp_async_waits(k: ir.KernelModel):
+    """Every cp_async_wait_group op of the kernel with the op that follows it in its warp."""
+    out = []
+    for p in k.processes:
+        for ops in p.variants:
+            flat = list(ir.walk(ops))
+            for i, op in enumerate(flat):
+                if isinstance(op, ir.CpAsyncWait):
+                    out.append((op, flat[i + 1] if i + 1 < len(flat) else None))
+    return out
+
+
+def _cp_async_race(f: Finding, k) -> bool:
+    return f.data.get("op") in ("load", "cp_async") and any(
+        isinstance(op, ir.CpAsyncCopy) and op.region.index == f.data.get("region")
+        for p in k.processes for ops in p.variants for op in ir.walk(ops))
+
+
+def fix_barrier_after_cp_async_wait(f: Finding, k, src) -> list:
+    """cp.async data is visible to the issuing thread only: add sync_threads() after every
+    cp_async_wait_group that no barrier follows."""
+    if not _cp_async_race(f, k):
+        return []
+    edits, done = [], set()
+    for wait, nxt in _cp_async_waits(k):
+        if isinstance(nxt, ir.NamedBarrier) and nxt.wait:
+            continue
+        stmt = src.statement_at_line(wait.span.line)
+        if stmt is None or stmt in done:
+            continue
+        done.add(stmt)
+        edits.append(S.edit(f.path, S.insert_after(src, stmt, "cute.arch.sync_threads()")))
+    if not edits:
+        return []
+    return [Fix("Add cute.arch.sync_threads() after cp_async_wait_group so every thread sees the other threads' "
+                "copies", edits)]
+
+
+def fix_deeper_cp_async_wait(f: Finding, k, src) -> list:
+    """Wait for one more cp.async group (`cp_async_wait_group(n - 1)`) where n > 0."""
+    if not _cp_async_race(f, k):
+        return []
+    edits, done = [], set()
+    for wait, _ in _cp_async_waits(k):
+        call = src.call_at(wait.span)
+        if call is None or call in done or wait.pending == 0 or not call.args:
+            continue
+        done.add(call)
+        arg = call.args[0].value
+        edits.append(S.edit(f.path, S.replace_node(src, arg, f"{src.code(arg)} - 1")))
+    if not edits:
+        return []
+    return [Fix("Wait for one more cp.async group (cp_async_wait_group(n - 1)) before reading", edits)]
+
+
 # ------------------------------------------------------------------------------------------ deadlock
 
 
@@ -395,7 +450,8 @@ def fix_init_fence(f: Finding, k, src) -> list:
 
 
 PROPOSERS = {
-    "race": (fix_sync_warp, fix_all_lanes_arrive, fix_flip_phase_at_wrap, fix_arrival_count_mismatch),
+    "race": (fix_sync_warp, fix_all_lanes_arrive, fix_flip_phase_at_wrap, fix_arrival_count_mismatch,
+             fix_barrier_after_cp_async_wait, fix_deeper_cp_async_wait),
     "scope": (fix_raise_scope, fix_acquire_fence_after_wait),
     "fence": (fix_proxy_fence,),
     "deadlock": (fix_named_barrier_count, fix_arrival_count_mismatch, fix_tx_bytes, fix_expected_count,

@@ -436,7 +436,13 @@ class _Converter:
             region = self.n.region(op.target)
             if region is None:
                 return None
-            return ir.Access(op.span, region, op.write, self.lanes(op.mask), op.async_read)
+            return ir.Access(op.span, region, op.write, self.lanes(op.mask), op.async_read,
+                             part=getattr(op.target, "part", None))
+        if isinstance(op, I.RawCpAsync):
+            region = self.n.region(op.dst)
+            return ir.CpAsyncCopy(op.span, region, self.lanes(op.mask), op.dst.part)
+        if isinstance(op, I.RawCpAsyncWait):
+            return ir.CpAsyncWait(op.span, op.pending, self.lanes(op.mask))
         if isinstance(op, I.RawFence):
             return ir.Fence(op.span, op.kind, op.scope, self.lanes(op.mask))
         if isinstance(op, I.RawFlagUpdate):
@@ -521,6 +527,48 @@ def _bulk_groups(ops, open_stores: list, groups: list):
         elif isinstance(op, ir.Choice):
             for alt in op.alternatives:
                 _bulk_groups(alt, list(open_stores), [list(g) for g in groups])
+
+
+def _cp_async_groups(ops, open_copies: list, groups: list):
+    """Tell each `cp_async_wait_group(n)` which cp.async copies it retires: those of all but the
+    newest n committed groups, in op order, leaving out a buffer another copy still in flight
+    writes (its data is not complete yet). Returns (open copies, groups) after the ops: after a
+    runtime branch, a copy any alternative may have issued counts as in flight, and groups the
+    alternatives committed are merged oldest first (fewer groups retire: never more than run)."""
+    for op in ops:
+        if isinstance(op, ir.CpAsyncCopy):
+            open_copies.append(op)
+        elif isinstance(op, ir.CpAsyncCommit):
+            groups.append(list(open_copies))
+            open_copies.clear()
+        elif isinstance(op, ir.CpAsyncWait):
+            retired = []
+            while len(groups) > op.pending:
+                retired += groups.pop(0)
+            in_flight = {c.region.index for g in groups for c in g} | {c.region.index for c in open_copies}
+            op.done_copies = [c for c in retired if c.region.index not in in_flight]
+        elif isinstance(op, ir.Choice):
+            results = [_cp_async_groups(alt, list(open_copies), [list(g) for g in groups])
+                       for alt in op.alternatives]
+            open_copies[:] = _union([o for o, _ in results])
+            shortest = min(len(g) for _, g in results)
+            merged = [_union([g[i] for _, g in results]) for i in range(shortest)]
+            extra = _union([c for _, g in results for grp in g[shortest:] for c in grp])
+            if extra:
+                # A branch committed more groups than another: their copies stay in flight.
+                open_copies[:] = _union([extra, open_copies])
+            groups[:] = merged
+    return open_copies, groups
+
+
+def _union(lists) -> list:
+    out, seen = [], set()
+    for lst in lists:
+        for x in lst:
+            if id(x) not in seen:
+                seen.add(id(x))
+                out.append(x)
+    return out
 
 
 def _trip_configs(discovered: dict, bound: int, max_configs: int) -> list:
@@ -636,6 +684,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
     for p in processes:
         for ops in p.variants:
             _bulk_groups(ops, [], [])
+            _cp_async_groups(ops, [], [])
     bounds = {"loop": bound if discovered else None, "stages": env.stages, "cluster": cluster}
     if env.stages is None and discovered:
         registry.assume(f"no stage count found: runtime loops bounded by {bound}")

@@ -19,8 +19,8 @@ from . import pipelines as P
 from .discover import ModuleInfo, canonical, qualify
 from .values import _flatten as _flat
 from .values import (
-    DTYPE_BITS, FULL_MASK, Allocator, DType, ElectCtx, FlagRead, FuncRef, Gmem, LaneVal, Layout,
-    ModuleRef, NamedBarrierObj, SelfObj, Smem, Storage, TmaAtom, TryWaitResult, Unknown,
+    DTYPE_BITS, FULL_MASK, Allocator, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LaneVal, Layout,
+    ModuleRef, NamedBarrierObj, Partial, SelfObj, Smem, Storage, TmaAtom, TmemAllocatorObj, TryWaitResult, Unknown,
 )
 
 MBARRIER_MAX = (1 << 20) - 1
@@ -766,7 +766,13 @@ class KernelInterp:
             meth = func.attr.value
             if not isinstance(base, (ModuleRef, SelfObj)):
                 return self.call_method(base, meth, args, kwargs, node)
-        target = self.eval(func)
+        return self.call_value(self.eval(func), args, kwargs, node, func)
+
+    def call_value(self, target, args, kwargs, node, func):
+        """Call an evaluated callee: an inlined helper, a partial, a DSL handler or an unknown."""
+        if isinstance(target, Partial):
+            return self.call_value(target.func, list(target.args) + list(args), {**dict(target.kwargs), **kwargs},
+                                   node, func)
         if isinstance(target, FuncRef):
             return self.inline(target, args, kwargs, node)
         if isinstance(target, ModuleRef) and target.qualname.endswith(".create") and ".pipeline." in (
@@ -787,7 +793,7 @@ class KernelInterp:
         if _view_name(name):
             for v in args:
                 if isinstance(v, (Smem, Gmem)):
-                    return v
+                    return self.thread_partition(v, node) if name == "cute.local_partition" else v
         if name.startswith("cute.") or name.startswith(PURE_PREFIXES) or name in BUILTIN_PURE:
             return _builtin(name, args)
         if sync_args:
@@ -829,12 +835,16 @@ class KernelInterp:
             return base if _view_name(meth) else Unknown(f"{meth} of a tensor")
         if isinstance(base, NamedBarrierObj):
             return self.named_barrier_method(base, meth, node)
+        if isinstance(base, TmemAllocatorObj):
+            return tmem_allocator_method(self, base, meth, args, kwargs, node)
         if isinstance(base, FuncRef):
             return Unknown("method of a function")
+        if isinstance(base, CopyKind) and meth in ("get_slice", "get_thread_slice"):
+            return base  # a thread slice issues the same instruction
         if _view_name(meth):
             for v in args:
                 if isinstance(v, (Smem, Gmem)):
-                    return v
+                    return self.thread_partition(v, node) if meth.startswith("partition") else v
         sync_args = [v for v in args + list(kwargs.values()) if isinstance(v, (Smem, NamedBarrierObj))]
         if sync_args and meth not in ("partition_shape_A", "partition_shape_B", "make_fragment_A",
                                       "make_fragment_B", "make_fragment_C", "retile"):
@@ -906,6 +916,15 @@ class KernelInterp:
             if len(shape) >= 3 and stages is not None and shape[-1] == stages:
                 return buf.at(stages=stages)
         return buf
+
+    def thread_partition(self, v, node):
+        """`thr.partition_D(s)` / `local_partition(s, ..., tidx)`: the calling thread's elements of
+        `s`. The view is keyed by the call site, so two warps' accesses through the same
+        partition are known to touch different elements (ir.Access.part)."""
+        if isinstance(v, Smem):
+            sp = self.span(node)
+            return v.at(part=f"{sp.line}:{sp.column}")
+        return v
 
     def kernel_stages(self):
         return self.registry.stages
@@ -983,6 +1002,18 @@ class RawAccess(ir.Op):
     write: bool
     mask: int
     async_read: bool
+
+
+@dataclass
+class RawCpAsync(ir.Op):
+    dst: Smem
+    mask: int
+
+
+@dataclass
+class RawCpAsyncWait(ir.Op):
+    pending: int
+    mask: int
 
 
 @dataclass
@@ -1425,11 +1456,133 @@ def h_copy(it: KernelInterp, args, kwargs, node):
     if isinstance(atom, TmaAtom) and isinstance(src, Smem):
         it.emit(RawTmaStore(span, src, dst, it.mask))
         return None
+    if isinstance(atom, CopyKind) and atom.kind == "cpasync" and isinstance(dst, Smem):
+        if isinstance(src, (Smem, Gmem)):
+            it.access(src, False, node)
+        it.emit(RawCpAsync(span, dst, it.mask))
+        return None
     if isinstance(src, (Smem, Gmem)):
         it.access(src, False, node)
     if isinstance(dst, (Smem, Gmem)):
         it.access(dst, True, node)
     return None
+
+
+def h_partial(it, args, kwargs, node):
+    if not args:
+        return Unknown("functools.partial without a function")
+    return Partial(args[0], tuple(args[1:]), tuple(kwargs.items()))
+
+
+def h_cpasync_op(it, args, kwargs, node):
+    return CopyKind("cpasync")
+
+
+def h_make_copy_atom(it, args, kwargs, node):
+    """`make_copy_atom(op, ...)` / `make_tiled_copy*(atom, ...)`: keep the instruction kind."""
+    first = args[0] if args else kwargs.get("op", kwargs.get("atom"))
+    return first if isinstance(first, CopyKind) else Unknown("copy atom")
+
+
+def h_cp_async_commit(it, args, kwargs, node):
+    it.emit(ir.CpAsyncCommit(it.span(node)))
+
+
+def h_cp_async_wait(it, args, kwargs, node):
+    n = _kw(args, kwargs, 0, "n", 0)
+    if isinstance(n, LaneVal):
+        n = n.uniform()
+    if not _is_int(n) or n < 0:
+        it.unmodeled(node, "cp_async_wait_group", "the group count is not known" if not _is_int(n)
+                     else f"group count {n} is negative")
+        return
+    it.emit(RawCpAsyncWait(it.span(node), int(n), it.mask))
+
+
+# ---- TMEM (sm100). What is modeled: the allocation handoff through shared memory (alloc_tmem
+# writes the TMEM address into an SMEM word, retrieve_tmem_ptr reads it, so a missing barrier
+# between them is a race). TMEM contents are not tracked: tcgen05.ld/st and MMA accumulators,
+# their waits (fence_view_async_tmem_load/store) and dealloc ordering are stated assumptions.
+
+TMEM_CONTENTS = ("TMEM contents are not tracked: the ordering of tcgen05.ld/st, MMA accumulator writes, "
+                 "fence_view_async_tmem_load/store and dealloc_tmem against TMEM users is not checked")
+
+
+def _tmem_holder_write(it, holder, node, what):
+    if isinstance(holder, Smem):
+        it.access(holder, True, node)
+    else:
+        it.unmodeled(node, what, "the shared-memory word receiving the TMEM address could not be resolved")
+
+
+def _tmem_holder_read(it, holder, node, what):
+    it.registry.assume(TMEM_CONTENTS)
+    if isinstance(holder, Smem):
+        it.access(holder, False, node)
+    else:
+        it.unmodeled(node, what, "the shared-memory word holding the TMEM address could not be resolved")
+    return Unknown("TMEM pointer")
+
+
+def h_alloc_tmem(it, args, kwargs, node):
+    if kwargs.get("is_two_cta") is True:
+        it.unmodeled(node, "cute.arch.alloc_tmem(is_two_cta=True)", "2-CTA TMEM allocation is not modeled")
+        return None
+    _tmem_holder_write(it, _kw(args, kwargs, 1, "smem_ptr_to_write_address"), node, "cute.arch.alloc_tmem")
+    return None
+
+
+def h_retrieve_tmem_ptr(it, args, kwargs, node):
+    return _tmem_holder_read(it, _kw(args, kwargs, 2, "ptr_to_buffer_holding_addr"), node, "cute.arch.retrieve_tmem_ptr")
+
+
+def h_tmem_contents(it, args, kwargs, node):
+    """dealloc_tmem, relinquish_tmem_alloc_permit, fence_view_async_tmem_load/store: they order
+    TMEM accesses only, which are not tracked (stated)."""
+    it.registry.assume(TMEM_CONTENTS)
+    return None
+
+
+def h_griddepcontrol(it, args, kwargs, node):
+    """griddepcontrol.wait / launch_dependents order this grid against the grids it depends on
+    or that depend on it; they do not order warps of one launch."""
+    it.registry.assume("programmatic dependent launch (griddepcontrol_wait / launch_dependents): ordering with "
+                       "other kernels is not modeled; inside one launch they neither block nor synchronize warps")
+    return None
+
+
+def h_tmem_allocator(it, args, kwargs, node):
+    return TmemAllocatorObj(_kw(args, kwargs, 0, "alloc_result_dst_smem_ptr"), kwargs.get("barrier_for_retrieve"),
+                            kwargs.get("allocator_warp_id", 0), kwargs.get("is_two_cta", False))
+
+
+def tmem_allocator_method(it, t: TmemAllocatorObj, meth, args, kwargs, node):
+    if t.two_cta is not False:
+        it.unmodeled(node, f"TmemAllocator.{meth}", "2-CTA TMEM allocation is not modeled")
+        return Unknown("TMEM")
+    on_allocator = _is_int(t.warp) and it.ctx.warp == t.warp
+    if not _is_int(t.warp):
+        it.unmodeled(node, f"TmemAllocator.{meth}", "the allocator warp is not known")
+        return Unknown("TMEM")
+    if meth in ("allocate", "reserve"):
+        if on_allocator:
+            _tmem_holder_write(it, t.holder, node, "TmemAllocator.allocate")
+        if meth == "reserve":
+            tmem_allocator_method(it, t, "wait_for_alloc", [], {}, node)
+            return tmem_allocator_method(it, t, "retrieve_ptr", [], {}, node)
+        return None
+    if meth == "wait_for_alloc":
+        if isinstance(t.barrier, NamedBarrierObj):
+            it.emit_named(t.barrier.barrier_id, t.barrier.threads, True, node)
+        else:
+            it.unmodeled(node, "TmemAllocator.wait_for_alloc", "barrier_for_retrieve could not be resolved")
+        return None
+    if meth == "retrieve_ptr":
+        return _tmem_holder_read(it, t.holder, node, "TmemAllocator.retrieve_ptr")
+    if meth in ("free", "relinquish_alloc_permit"):
+        return h_tmem_contents(it, args, kwargs, node)
+    it.unmodeled(node, f"TmemAllocator.{meth}", "method not modeled")
+    return Unknown("TMEM")
 
 
 def h_autovec_copy(it, args, kwargs, node):
@@ -1565,6 +1718,19 @@ CALLS: dict = {
     "arch.atomic_xor": _h_atomic("xor"), "arch.atomic_max": _h_atomic("max"), "arch.atomic_min": _h_atomic("min"),
     "arch.atomic_cas": _h_atomic("cas"), "arch.red": h_red, "arch.load": h_load, "arch.store": h_store,
     "arch.cp_async_bulk_commit_group": h_bulk_commit, "arch.cp_async_bulk_wait_group": h_bulk_wait,
+    "arch.cp_async_commit_group": h_cp_async_commit, "arch.cp_async_wait_group": h_cp_async_wait,
+    "cute.nvgpu.cpasync.CopyG2SOp": h_cpasync_op, "cute.make_copy_atom": h_make_copy_atom,
+    "cute.make_tiled_copy": h_make_copy_atom, "cute.make_tiled_copy_tv": h_make_copy_atom,
+    "cute.make_tiled_copy_A": h_make_copy_atom, "cute.make_tiled_copy_B": h_make_copy_atom,
+    "cute.make_tiled_copy_C": h_make_copy_atom, "cute.make_tiled_copy_S": h_make_copy_atom,
+    "cute.make_tiled_copy_D": h_make_copy_atom,
+    "functools.partial": h_partial,
+    "arch.alloc_tmem": h_alloc_tmem, "arch.retrieve_tmem_ptr": h_retrieve_tmem_ptr,
+    "arch.dealloc_tmem": h_tmem_contents, "arch.relinquish_tmem_alloc_permit": h_tmem_contents,
+    "arch.fence_view_async_tmem_load": h_tmem_contents, "arch.fence_view_async_tmem_store": h_tmem_contents,
+    "arch.fence_view_async_tmem_op": h_tmem_contents,
+    "arch.griddepcontrol_wait": h_griddepcontrol, "arch.griddepcontrol_launch_dependents": h_griddepcontrol,
+    "utils.TmemAllocator": h_tmem_allocator, "memory.TmemAllocator": h_tmem_allocator,
     "arch.alloc_smem": h_alloc_smem, "arch.get_dyn_smem": h_alloc_smem,
     "cute.copy": h_copy, "cute.autovec_copy": h_autovec_copy, "cute.basic_copy": h_autovec_copy,
     "cute.gemm": h_gemm, "cute.make_layout": h_make_layout, "cute.make_ordered_layout": h_make_layout,

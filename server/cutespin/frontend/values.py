@@ -51,6 +51,7 @@ class Smem:
     nbytes: Optional[int] = None  # bytes of one stage (None when unknown)
     remote: bool = False
     label_base: int = 0  # offset that index 0 of `label` starts at (a pipeline's empty array)
+    part: Optional[str] = None  # per-thread partition view: the partition call site (see ir.Access.part)
 
     def at(self, **kw) -> "Smem":
         return replace(self, **kw)
@@ -82,6 +83,35 @@ class Allocator:
 @dataclass(frozen=True)
 class TmaAtom:
     name: str
+
+
+@dataclass(frozen=True)
+class CopyKind:
+    """A copy operation, copy atom, tiled copy or thread slice of one whose instruction matters for
+    synchronization: "cpasync" (Ampere `cp.async`, CopyG2SOp)."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
+class Partial:
+    """`functools.partial(func, *args, **kwargs)`: calling it calls `func` with the bound
+    arguments first (keywords given at the call win)."""
+
+    func: Any
+    args: tuple
+    kwargs: tuple  # (name, value) pairs
+
+
+@dataclass(frozen=True)
+class TmemAllocatorObj:
+    """`utils.TmemAllocator(holder, barrier_for_retrieve=nb, allocator_warp_id=w)`: the allocator
+    warp writes the TMEM address into `holder`; the others read it after `barrier`."""
+
+    holder: Any  # Smem or Unknown
+    barrier: Any  # NamedBarrierObj or Unknown
+    warp: Any
+    two_cta: Any
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,7 @@ class PromelaModel:
     flag_names: dict
     narrow_sites: list = field(default_factory=list)  # (span, process index, why) scope-too-narrow sites
     tma_store_dests: set = field(default_factory=set)  # regions written by TMA stores
+    cp_async_dests: set = field(default_factory=set)  # regions written by cp.async copies
     notes: list = field(default_factory=list)
 
 
@@ -125,6 +126,7 @@ class Lowering:
         self.group_of: dict = {}  # (proc idx, class idx) -> Group
         self.tma_group: dict = {}  # proc idx -> Group
         self.bulk_group: dict = {}
+        self.cp_group: dict = {}  # proc idx -> Group of its cp.async copies
         self.narrow_sites: list = []
         self.notes: list = []
         self.pending_acquire: dict = {}
@@ -158,11 +160,16 @@ class Lowering:
                 g = Group(len(self.groups), pi, None, f"TMA stores issued by {p.role}")
                 self.groups.append(g)
                 self.bulk_group[pi] = g
+            if any(isinstance(op, ir.CpAsyncCopy) for op in ops):
+                g = Group(len(self.groups), pi, None, f"cp.async copies issued by {p.role}")
+                self.groups.append(g)
+                self.cp_group[pi] = g
         # Tracked regions: touched by two or more agents, at least one of them writing.
         touch: dict = {}
         writes: dict = {}
         self.async_read_regions = set()
         self.tma_store_dests = set()
+        self.cp_async_dests = set()
         for pi, p in enumerate(k.processes):
             for v in p.variants:
                 for op in ir.walk(v):
@@ -173,6 +180,10 @@ class Lowering:
                     elif isinstance(op, ir.TmaLoad) and op.region is not None:
                         touch.setdefault(op.region.index, set()).add(("tma", pi))
                         writes.setdefault(op.region.index, set()).add(("tma", pi))
+                    elif isinstance(op, ir.CpAsyncCopy):
+                        touch.setdefault(op.region.index, set()).add(("cp", pi))
+                        writes.setdefault(op.region.index, set()).add(("cp", pi))
+                        self.cp_async_dests.add(op.region.index)
                     elif isinstance(op, ir.TmaStore):
                         if op.region is not None:
                             touch.setdefault(op.region.index, set()).add(("bulk", pi))
@@ -197,6 +208,8 @@ class Lowering:
                             need.add(self.group_of[(pi, ci)].index)
                     elif isinstance(op, ir.TmaLoad) and op.region is not None and op.region.index in self.tracked_ids:
                         need.add(self.tma_group[pi].index)
+                    elif isinstance(op, ir.CpAsyncCopy) and op.region.index in self.tracked_ids:
+                        need.add(self.cp_group[pi].index)
                     elif isinstance(op, ir.TmaStore) and any(
                             r is not None and r.index in self.tracked_ids for r in (op.region, op.dest)):
                         need.add(self.bulk_group[pi].index)
@@ -205,6 +218,17 @@ class Lowering:
             raise TooManyGroups(f"{len(need)} agents access shared buffers; at most {MAX_GROUPS} are modeled")
         for slot, gi in enumerate(sorted(need)):
             self.groups[gi].bit = slot
+        # Per-thread partition views of a tracked buffer: accesses through one partition are
+        # recorded apart (`ap<j>_r`, the rest in `an_r`) so that another warp's accesses through
+        # the same partition, which touch other elements, are not taken for conflicts.
+        self.parts: dict = {}  # region -> [partition keys]
+        for p in k.processes:
+            for v in p.variants:
+                for op in ir.walk(v):
+                    if isinstance(op, (ir.Access, ir.CpAsyncCopy)) and op.part and op.region.index in self.tracked_ids:
+                        keys = self.parts.setdefault(op.region.index, [])
+                        if op.part not in keys:
+                            keys.append(op.part)
         # Holders of visibility bits, per tracked region.
         self.named = sorted({(p.cta, op.barrier_id) for p in k.processes for v in p.variants for op in ir.walk(v)
                              if isinstance(op, ir.NamedBarrier)})
@@ -319,6 +343,28 @@ class Lowering:
                 m |= self.W(g) | self.R(g)
         return m
 
+    def record(self, r: int, bits: int, part: Optional[str] = None) -> list:
+        """`a_r |= bits` (every access ever made), plus the per-partition record where `r` has
+        partition views."""
+        out = [f"a_{r} = a_{r} | {bits}"]
+        if r in self.parts:
+            var = f"ap{self.parts[r].index(part)}_{r}" if part in self.parts[r] else f"an_{r}"
+            out.append(f"{var} = {var} | {bits}")
+        return out
+
+    def conflicts(self, r: int, part: Optional[str], pi: int) -> str:
+        """The access bits an access through `part` by process `pi` may conflict with: all of them,
+        except those of other warps through the same per-thread partition (other elements). The
+        warp's own cp.async copies through that partition wrote the very elements it touches."""
+        if r not in self.parts or part not in self.parts[r]:
+            return f"a_{r}"
+        j = self.parts[r].index(part)
+        terms = [f"an_{r}"] + [f"ap{i}_{r}" for i in range(len(self.parts[r])) if i != j]
+        cg = self.cp_group.get(pi)
+        if cg is not None and cg.bit is not None:
+            terms.append(f"(ap{j}_{r} & {self.W(cg)})")
+        return "(" + " | ".join(terms) + ")"
+
     def complete_phase(self, b: int) -> str:
         e = self.expected.get(b, 1)
         moves = []
@@ -419,7 +465,7 @@ class Lowering:
                 tg = self.tma_group[pi]
                 issuer = self.lane_groups(pi, op.lanes)[0]
                 stmts.append(f"assert((a_{r} & {self._read_mask()} & ~{self.cov(issuer, r)}) == 0)")
-                stmts.append(f"a_{r} = a_{r} | {self.W(tg)}")
+                stmts += self.record(r, self.W(tg))
                 stmts += self.clear_bit(r, self.W(tg))
             name = op.region.name if op.region else "shared memory"
             self.emit(indent + self.dstep(stmts),
@@ -433,11 +479,11 @@ class Lowering:
                 bg = self.bulk_group[pi]
                 stmts.append(f"assert((a_{r} & {self._write_mask()} & ~{self.cov(issuer, r)}) == 0)")
                 stmts.append(f"assert(u_{r} == 0)")
-                stmts.append(f"a_{r} = a_{r} | {self.R(bg)}")
+                stmts += self.record(r, self.R(bg))
                 stmts += self.clear_bit(r, self.R(bg))
             if op.dest is not None and op.dest.index in self.tracked_ids:
                 d, bg = op.dest.index, self.bulk_group[pi]
-                stmts.append(f"a_{d} = a_{d} | {self.W(bg)}")
+                stmts += self.record(d, self.W(bg))
                 stmts += self.clear_bit(d, self.W(bg))
             name = op.region.name if op.region else "shared memory"
             self.emit(indent + (self.dstep(stmts) if stmts else "skip"),
@@ -459,6 +505,35 @@ class Lowering:
                     self.pending_global.setdefault(pi, set()).add(st.dest.index)
             self.emit(indent + (self.dstep(stmts) if stmts else "skip"),
                       info(f"waits until at most {op.pending} bulk groups are pending", "bulk_wait"))
+        elif isinstance(op, ir.CpAsyncCopy):
+            r = op.region.index
+            stmts = []
+            if r in self.tracked_ids:
+                cg = self.cp_group[pi]
+                own = self.own_bits(pi)
+                seen = self.conflicts(r, op.part, pi)
+                for g in self.lane_groups(pi, op.lanes):
+                    # The issuing lanes must have seen every read of the elements they overwrite.
+                    stmts.append(f"assert(({seen} & {self._read_mask()} & ~{own} & ~{self.cov(g, r)}) == 0)")
+                stmts += self.record(r, self.W(cg), op.part)
+                stmts += self.clear_bit(r, self.W(cg))
+            self.emit(indent + (self.dstep(stmts) if stmts else "skip"),
+                      info(f"issues a cp.async copy into {op.region.name}", "cp_async", None, r))
+        elif isinstance(op, ir.CpAsyncCommit):
+            self.emit(indent + "skip", info("commits the cp.async group", "cp_async_commit"))
+        elif isinstance(op, ir.CpAsyncWait):
+            stmts = []
+            cg = self.cp_group.get(pi)
+            for c in op.done_copies:
+                r = c.region.index
+                if cg is None or r not in self.tracked_ids:
+                    continue
+                # cp.async.wait_group makes the copies visible to the issuing threads only; other
+                # threads need a barrier after it (which releases these covs).
+                for g in self.lane_groups(pi, c.lanes & op.lanes or c.lanes):
+                    stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.W(cg)}")
+            self.emit(indent + (self.dstep(sorted(set(stmts))) if stmts else "skip"),
+                      info(f"waits until at most {op.pending} cp.async groups are pending", "cp_async_wait"))
         elif isinstance(op, ir.Access):
             r = op.region.index
             verb = "writes" if op.write else "reads"
@@ -470,17 +545,18 @@ class Lowering:
             if op.region.space == "smem" and op.region.cta != p.cta:
                 stmts.append(f"assert(dead[{op.region.cta}] == 0)")
             own = self.own_bits(pi)
+            seen = self.conflicts(r, op.part, pi)
             for g in self.lane_groups(pi, op.lanes):
                 if op.write:
-                    stmts.append(f"assert((a_{r} & {self._read_mask()} & ~{own} & ~{self.cov(g, r)}) == 0)")
-                    stmts.append(f"a_{r} = a_{r} | {self.W(g)}")
+                    stmts.append(f"assert(({seen} & {self._read_mask()} & ~{own} & ~{self.cov(g, r)}) == 0)")
+                    stmts += self.record(r, self.W(g), op.part)
                     stmts += self.clear_bit(r, self.W(g), keep=self.cov(g, r))
                     stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.W(g)}")
                     if r in self.async_read_regions:
                         stmts.append(f"u_{r} = u_{r} | {self.W(g)}")
                 else:
-                    stmts.append(f"assert((a_{r} & {self._write_mask()} & ~{own} & ~{self.cov(g, r)}) == 0)")
-                    stmts.append(f"a_{r} = a_{r} | {self.R(g)}")
+                    stmts.append(f"assert(({seen} & {self._write_mask()} & ~{own} & ~{self.cov(g, r)}) == 0)")
+                    stmts += self.record(r, self.R(g), op.part)
                     stmts += self.clear_bit(r, self.R(g), keep=self.cov(g, r))
                     stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.R(g)}")
             self.emit(indent + self.dstep(stmts), info(f"{verb} {op.region.name}", "store" if op.write else "load",
@@ -627,6 +703,8 @@ class Lowering:
             names = [f"a_{r}"] + self.holders(r)
             if r in self.async_read_regions:
                 names.append(f"u_{r}")
+            if r in self.parts:
+                names += [f"an_{r}"] + [f"ap{j}_{r}" for j in range(len(self.parts[r]))]
             L("int " + ", ".join(names) + ";", None)
         L("byte cfg;", None)
         proc_names = {}
@@ -695,7 +773,7 @@ class Lowering:
         return PromelaModel("\n".join(text_lines) + "\n", table, proc_names, self.groups, self.tracked,
                             {b.index: b.name for b in k.barriers}, {f.index: f.name for f in k.flags},
                             narrow_sites=self.narrow_sites, notes=self.notes,
-                            tma_store_dests=self.tma_store_dests)
+                            tma_store_dests=self.tma_store_dests, cp_async_dests=self.cp_async_dests)
 
 
 def _dedupe_accesses(ops: list) -> list:

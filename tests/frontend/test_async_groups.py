@@ -1,0 +1,103 @@
+"""cp.async groups, TMEM allocation handoff and griddepcontrol in the front end."""
+from cutespin import ir
+from cutespin.config import Settings
+from cutespin.frontend import build_models
+
+HEAD = '''
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+import cutlass.utils as utils
+from cutlass.cute.nvgpu import cpasync
+
+
+class K:
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor, flag: cutlass.Int32):
+        tidx, _, _ = cute.arch.thread_idx()
+        smem = cutlass.utils.SmemAllocator()
+        sA = smem.allocate_tensor(cutlass.Float32, cute.make_layout((32, 32, 2)), 16)
+        atom = cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.Float32, num_bits_per_copy=32)
+        thr = cute.make_tiled_copy_tv(atom, cute.make_layout(128), cute.make_layout(1)).get_slice(tidx)
+        tAsA = thr.partition_D(sA)
+        tAgA = thr.partition_S(mA)
+'''
+
+
+def _ops(body: str):
+    src = HEAD + "".join("        " + line + "\n" for line in body.strip().splitlines())
+    k = build_models(src, "k.py", Settings())[0]
+    return k, (list(ir.walk(k.processes[0].variants[-1])) if k.processes else [])
+
+
+def test_wait_group_retires_all_but_the_newest_groups():
+    k, ops = _ops("""
+cute.copy(thr, tAgA, tAsA[None, None, 0])
+cute.arch.cp_async_commit_group()
+cute.copy(thr, tAgA, tAsA[None, None, 1])
+cute.arch.cp_async_commit_group()
+cute.arch.cp_async_wait_group(1)
+cute.arch.cp_async_wait_group(0)
+""")
+    copies = [op for op in ops if isinstance(op, ir.CpAsyncCopy)]
+    waits = [op for op in ops if isinstance(op, ir.CpAsyncWait)]
+    assert [c.region.name for c in copies] == ["sA[stage 0] (CTA 0)", "sA[stage 1] (CTA 0)"]
+    assert all(c.part for c in copies)  # written through the thread partition
+    assert waits[0].done_copies == [copies[0]]
+    assert waits[1].done_copies == [copies[1]]
+    assert not k.unmodeled
+
+
+def test_uncommitted_or_branch_copies_stay_in_flight():
+    _, ops = _ops("""
+if flag > 0:
+    cute.copy(thr, tAgA, tAsA[None, None, 0])
+cute.arch.cp_async_commit_group()
+cute.copy(thr, tAgA, tAsA[None, None, 1])
+cute.arch.cp_async_wait_group(0)
+""")
+    wait = next(op for op in ops if isinstance(op, ir.CpAsyncWait))
+    # The branch's copy was committed (retired); the uncommitted copy is not.
+    assert [c.region.name for c in wait.done_copies] == ["sA[stage 0] (CTA 0)"]
+
+
+def test_unknown_group_count_is_unmodeled():
+    k, _ = _ops("cute.arch.cp_async_wait_group(flag)")
+    assert [u.construct for u in k.unmodeled] == ["cp_async_wait_group"]
+
+
+def test_griddepcontrol_is_an_assumption_not_unmodeled():
+    k, ops = _ops("""
+cute.arch.griddepcontrol_wait()
+cute.arch.griddepcontrol_launch_dependents()
+""")
+    assert not k.unmodeled
+    assert any("programmatic dependent launch" in a for a in k.assumptions)
+
+
+def test_tmem_address_handoff_is_an_smem_write_then_read():
+    k, ops = _ops("""
+holder = smem.allocate_array(cutlass.Int32, 1)
+if cute.arch.warp_idx() == 0:
+    cute.arch.alloc_tmem(128, holder)
+cute.arch.sync_threads()
+ptr = cute.arch.retrieve_tmem_ptr(cutlass.Float32, alignment=16, ptr_to_buffer_holding_addr=holder)
+cute.arch.fence_view_async_tmem_load()
+cute.arch.dealloc_tmem(ptr, 128)
+""")
+    acc = [(op.write, op.region.name) for op in ops if isinstance(op, ir.Access) and "holder" in op.region.name]
+    assert acc == [(True, "holder (CTA 0)"), (False, "holder (CTA 0)")]
+    assert not k.unmodeled
+    assert any("TMEM contents are not tracked" in a for a in k.assumptions)
+
+
+def test_functools_partial_calls_through_to_the_bound_function():
+    src = HEAD.replace("import cutlass\n", "from functools import partial\nimport cutlass\n", 1) + '''
+        copy = partial(cute.copy, thr, pred=None)
+        copy(tAgA, tAsA[None, None, 0])
+        cute.arch.cp_async_commit_group()
+'''
+    k = build_models(src, "k.py", Settings())[0]
+    ops = list(ir.walk(k.processes[0].variants[-1]))
+    assert [type(op).__name__ for op in ops if not isinstance(op, ir.Access)] == ["CpAsyncCopy", "CpAsyncCommit"]
+    assert not k.unmodeled
