@@ -166,6 +166,7 @@ ASSERT_KIND = [
     (re.compile(r"mb_p\["), "overrun", "overarrive"),
     (re.compile(r"\btq\d+"), "race", "tma_inflight"),
     (re.compile(r"\bu_\d+"), "fence", "fence"),
+    (re.compile(r"\bar_\d+"), "race", "async_read"),
     (re.compile(r"\ba(n|p\d+)?_\d+"), "race", "race"),  # a_r, or the per-partition an_r / ap<j>_r
 ]
 
@@ -221,6 +222,19 @@ def findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> li
                        f"store; the TMA can copy stale data")
             else:
                 msg = f"data race on {region_name}: {role} {what}"
+            return [Finding("race", msg, span, path, related, steps=steps, data=data)]
+        if sub == "async_read":
+            kinds = pm.async_read_kinds.get(info.region if info else -1, [])
+            reasons = []
+            if "wgmma" in kinds:
+                reasons.append("a warpgroup MMA (wgmma) reading it is not retired: warpgroup.wait_group(N) must "
+                               "retire the MMAs that read the buffer before it is released (consumer_release / "
+                               "the empty-barrier arrive) or rewritten")
+            if "tmem_ld" in kinds:
+                reasons.append("a tcgen05.ld reading it is not complete: fence_view_async_tmem_load() must follow "
+                               "the loads before the accumulator is released to the MMA")
+            msg = (f"data race: {role} {what} while {'; or '.join(reasons) or 'an asynchronous read is in flight'} "
+                   f"(write-after-read); on the GPU the asynchronous reader can see the new data")
             return [Finding("race", msg, span, path, related, steps=steps, data=data)]
         if sub == "tma_inflight":
             msg = (f"data race: {role} {what} while an earlier TMA load into the same buffer may still be in "

@@ -193,6 +193,34 @@ class CpAsyncWait(Op):
 
 
 @dataclass
+class AsyncRead(Op):
+    """An asynchronous read of `region` issued by the lanes in `lanes` and performed by the warp's
+    asynchronous unit until a matching `AsyncReadWait` retires it:
+    - kind "wgmma": a warpgroup MMA reading an SMEM operand, retired by `warpgroup.wait_group(N)`
+      (groups closed by `warpgroup.commit_group()`);
+    - kind "tmem_ld": a tcgen05.ld from tensor memory, retired by `fence_view_async_tmem_load()`."""
+
+    region: Region
+    lanes: int
+    kind: str = "wgmma"
+
+
+@dataclass
+class AsyncReadCommit(Op):
+    kind: str = "wgmma"
+
+
+@dataclass
+class AsyncReadWait(Op):
+    """Every group but the newest `pending` of this warp's `kind` reads has completed."""
+
+    pending: int
+    lanes: int = 1
+    kind: str = "wgmma"
+    done_reads: list = field(default_factory=list)  # AsyncRead ops now complete
+
+
+@dataclass
 class Access(Op):
     """A generic-proxy load or store of a tracked region by the lanes in `lanes`."""
 
@@ -279,7 +307,7 @@ class GuardedBlock(Op):
 
 OpT = Union[
     MbInit, MbInitFence, MbArrive, MbExpectTx, MbWait, TmaLoad, TmaStore, BulkCommit, BulkWait,
-    CpAsyncCopy, CpAsyncCommit, CpAsyncWait, Access, Fence, NamedBarrier, SyncWarp, ClusterArrive, ClusterWait, FlagUpdate, FlagWait,
+    CpAsyncCopy, CpAsyncCommit, CpAsyncWait, AsyncRead, AsyncReadCommit, AsyncReadWait, Access, Fence, NamedBarrier, SyncWarp, ClusterArrive, ClusterWait, FlagUpdate, FlagWait,
     Choice, GuardedBlock,
 ]
 

@@ -27,6 +27,8 @@ CASES = [
     ("cp_async_no_barrier.py", "CS201", "sync_threads() after cp_async_wait_group", (72, "cute.arch.sync_threads()"), True),
     ("cp_async_no_barrier.py", "CS201", "Wait for one more cp.async group", (71, "self.stages - 2 - 1"), False),
     ("cp_async_wait_too_shallow.py", "CS201", "Wait for one more cp.async group", (70, "self.stages - 1 - 1"), True),
+    ("wgmma_release_early.py", "CS201", "warpgroup.wait_group(0) before releasing",
+     (106, "cute.nvgpu.warpgroup.wait_group(0)"), True),
 ]
 
 _cache = {}

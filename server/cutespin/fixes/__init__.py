@@ -292,6 +292,63 @@ def fix_deeper_cp_async_wait(f: Finding, k, src) -> list:
     return [Fix("Wait for one more cp.async group (cp_async_wait_group(n - 1)) before reading", edits)]
 
 
+def _releases_with_reads_in_flight(k: ir.KernelModel, region: int, kind: str) -> list:
+    """Arrives a warp makes while an asynchronous read (`kind`) of `region` it issued is not yet
+    retired by a wait, in op order (runtime branches: every alternative)."""
+    hits = []
+    for p in k.processes:
+        for ops in p.variants:
+            pending: list = []
+            for op in ir.walk(ops):
+                if isinstance(op, ir.AsyncRead) and op.kind == kind and op.region.index == region:
+                    pending.append(op)
+                elif isinstance(op, ir.AsyncReadWait) and op.kind == kind:
+                    done = {id(r) for r in op.done_reads}
+                    pending = [r for r in pending if id(r) not in done]
+                elif isinstance(op, ir.MbArrive) and pending:
+                    hits.append(op)
+    return hits
+
+
+def _insert_before_releases(f: Finding, k, src, kind: str, statement: str) -> list:
+    edits, done = [], set()
+    for arrive in _releases_with_reads_in_flight(k, f.data.get("region"), kind):
+        stmt = src.statement_at_line(arrive.span.line)
+        if stmt is None or stmt in done:
+            continue
+        done.add(stmt)
+        edits.append(S.edit(f.path, S.insert_before(src, src.pos[stmt].start.line, statement)))
+    return edits
+
+
+def _cute(src) -> str:
+    return src.alias_for("cutlass.cute") or "cutlass.cute"
+
+
+def fix_wgmma_wait_before_release(f: Finding, k, src) -> list:
+    """A stage released while the wgmmas reading it are in flight: `warpgroup.wait_group(0)` before
+    each such release (the simplest order; keeping MMAs in flight needs releasing stage k-1 instead)."""
+    if f.data.get("sub") != "async_read":
+        return []
+    edits = _insert_before_releases(f, k, src, "wgmma", f"{_cute(src)}.nvgpu.warpgroup.wait_group(0)")
+    if not edits:
+        return []
+    return [Fix("Retire the warpgroup MMAs with cute.nvgpu.warpgroup.wait_group(0) before releasing the stage",
+                edits)]
+
+
+def fix_tmem_load_fence_before_release(f: Finding, k, src) -> list:
+    """An accumulator released while tcgen05.ld loads from it are in flight:
+    `fence_view_async_tmem_load()` before each such release."""
+    if f.data.get("sub") != "async_read":
+        return []
+    edits = _insert_before_releases(f, k, src, "tmem_ld", f"{_cute(src)}.arch.fence_view_async_tmem_load()")
+    if not edits:
+        return []
+    return [Fix("Wait for the TMEM loads with cute.arch.fence_view_async_tmem_load() before releasing the "
+                "accumulator", edits)]
+
+
 # ------------------------------------------------------------------------------------------ deadlock
 
 
@@ -451,7 +508,8 @@ def fix_init_fence(f: Finding, k, src) -> list:
 
 PROPOSERS = {
     "race": (fix_sync_warp, fix_all_lanes_arrive, fix_flip_phase_at_wrap, fix_arrival_count_mismatch,
-             fix_barrier_after_cp_async_wait, fix_deeper_cp_async_wait),
+             fix_barrier_after_cp_async_wait, fix_deeper_cp_async_wait, fix_wgmma_wait_before_release,
+             fix_tmem_load_fence_before_release),
     "scope": (fix_raise_scope, fix_acquire_fence_after_wait),
     "fence": (fix_proxy_fence,),
     "deadlock": (fix_named_barrier_count, fix_arrival_count_mismatch, fix_tx_bytes, fix_expected_count,

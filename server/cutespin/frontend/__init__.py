@@ -395,6 +395,7 @@ class _Converter:
         self.n = numbering
         self.classes = classes
         self.registry = registry
+        self.wgmma = False  # the warp commits/waits warpgroup MMA groups: its MMA operand reads are asynchronous
 
     def lanes(self, mask):
         return _class_mask(mask, self.classes)
@@ -443,6 +444,17 @@ class _Converter:
             return ir.CpAsyncCopy(op.span, region, self.lanes(op.mask), op.dst.part)
         if isinstance(op, I.RawCpAsyncWait):
             return ir.CpAsyncWait(op.span, op.pending, self.lanes(op.mask))
+        if isinstance(op, I.RawAsyncRead):
+            region = self.n.region(op.target)
+            if region is None:
+                return None
+            if op.kind == "mma" and not self.wgmma:
+                # A tcgen05 MMA (or an MMA whose completion is not tracked by warpgroup groups):
+                # its operand read is taken at issue; tcgen05.commit signals its completion.
+                return ir.Access(op.span, region, False, self.lanes(op.mask), part=op.target.part)
+            return ir.AsyncRead(op.span, region, self.lanes(op.mask), "wgmma" if op.kind == "mma" else op.kind)
+        if isinstance(op, I.RawAsyncReadWait):
+            return ir.AsyncReadWait(op.span, op.pending, self.lanes(op.mask), op.kind)
         if isinstance(op, I.RawFence):
             return ir.Fence(op.span, op.kind, op.scope, self.lanes(op.mask))
         if isinstance(op, I.RawFlagUpdate):
@@ -527,6 +539,41 @@ def _bulk_groups(ops, open_stores: list, groups: list):
         elif isinstance(op, ir.Choice):
             for alt in op.alternatives:
                 _bulk_groups(alt, list(open_stores), [list(g) for g in groups])
+
+
+def _async_read_groups(ops, kind: str, open_reads: list, groups: list):
+    """Tell each AsyncReadWait of `kind` which asynchronous reads it retires, in op order:
+    - wgmma: `warpgroup.wait_group(n)` retires the reads of all but the newest n committed groups
+      (reads not yet committed stay in flight);
+    - tmem_ld: `fence_view_async_tmem_load()` retires every tcgen05.ld issued so far.
+    A buffer another read still in flight reads is left out (its reads are not all over). After a
+    runtime branch a read any alternative issued counts as in flight (as for cp.async)."""
+    for op in ops:
+        if isinstance(op, ir.AsyncRead) and op.kind == kind:
+            open_reads.append(op)
+        elif isinstance(op, ir.AsyncReadCommit) and op.kind == kind:
+            groups.append(list(open_reads))
+            open_reads.clear()
+        elif isinstance(op, ir.AsyncReadWait) and op.kind == kind:
+            retired = []
+            if kind == "tmem_ld":
+                groups.append(list(open_reads))
+                open_reads.clear()
+            while len(groups) > op.pending:
+                retired += groups.pop(0)
+            in_flight = {r.region.index for g in groups for r in g} | {r.region.index for r in open_reads}
+            op.done_reads = [r for r in retired if r.region.index not in in_flight]
+        elif isinstance(op, ir.Choice):
+            results = [_async_read_groups(alt, kind, list(open_reads), [list(g) for g in groups])
+                       for alt in op.alternatives]
+            open_reads[:] = _union([o for o, _ in results])
+            shortest = min(len(g) for _, g in results)
+            merged = [_union([g[i] for _, g in results]) for i in range(shortest)]
+            extra = _union([c for _, g in results for grp in g[shortest:] for c in grp])
+            if extra:
+                open_reads[:] = _union([extra, open_reads])
+            groups[:] = merged
+    return open_reads, groups
 
 
 def _cp_async_groups(ops, open_copies: list, groups: list):
@@ -671,6 +718,9 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
             elected |= it.elected_lanes
         classes = lane_partition(masks or {FULL_MASK}, elected)
         conv = _Converter(numbering, classes, registry)
+        conv.wgmma = any(isinstance(op, ir.AsyncReadCommit) and op.kind == "wgmma"
+                         or isinstance(op, I.RawAsyncReadWait) and op.kind == "wgmma"
+                         for it in its for op in ir.walk(it.out))
         variants = [conv.convert(it.out) for it in its]
         if not any(variants):
             continue
@@ -685,6 +735,8 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         for ops in p.variants:
             _bulk_groups(ops, [], [])
             _cp_async_groups(ops, [], [])
+            for kind in ("wgmma", "tmem_ld"):
+                _async_read_groups(ops, kind, [], [])
     bounds = {"loop": bound if discovered else None, "stages": env.stages, "cluster": cluster}
     if env.stages is None and discovered:
         registry.assume(f"no stage count found: runtime loops bounded by {bound}")

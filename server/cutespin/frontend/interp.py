@@ -841,7 +841,8 @@ class KernelInterp:
             return Unknown("method of a function")
         if isinstance(base, CopyKind) and meth in ("get_slice", "get_thread_slice"):
             return base  # a thread slice issues the same instruction
-        if _view_name(meth):
+        if _view_name(meth) or meth in ("make_fragment_A", "make_fragment_B"):
+            # make_fragment_A/B of an SMEM partition is the MMA's descriptor view of that buffer.
             for v in args:
                 if isinstance(v, (Smem, Gmem)):
                     return self.thread_partition(v, node) if meth.startswith("partition") else v
@@ -1014,6 +1015,22 @@ class RawCpAsync(ir.Op):
 class RawCpAsyncWait(ir.Op):
     pending: int
     mask: int
+
+
+@dataclass
+class RawAsyncRead(ir.Op):
+    """An operand read by an asynchronous unit (see ir.AsyncRead); `kind` "mma" is decided per warp
+    later: a warpgroup MMA when the warp commits/waits warpgroup groups, a plain read otherwise."""
+    target: Smem
+    mask: int
+    kind: str
+
+
+@dataclass
+class RawAsyncReadWait(ir.Op):
+    pending: int
+    mask: int
+    kind: str
 
 
 @dataclass
@@ -1595,10 +1612,35 @@ def h_autovec_copy(it, args, kwargs, node):
 
 
 def h_gemm(it, args, kwargs, node):
+    """`cute.gemm(mma, d, a, b, c)`: SMEM operands a/b are read by the MMA unit. On Hopper
+    (warpgroup MMA) the reads go on until `warpgroup.wait_group` retires them; on Blackwell
+    (tcgen05) the MMA's completion is signalled by `tcgen05.commit`, so the read is taken at issue.
+    Which of the two is decided per warp from its warpgroup commit/wait calls (frontend
+    `_async_read_groups`)."""
     for v in args[2:4]:
         if isinstance(v, Smem):
-            it.access(v, False, node)
+            it.emit(RawAsyncRead(it.span(node), v, it.mask, "mma"))
     return None
+
+
+def h_wgmma_fence(it, args, kwargs, node):
+    """`warpgroup.fence()` orders register accesses before the wgmma: nothing in shared memory."""
+    return None
+
+
+def h_wgmma_commit(it, args, kwargs, node):
+    it.emit(ir.AsyncReadCommit(it.span(node), "wgmma"))
+
+
+def h_wgmma_wait(it, args, kwargs, node):
+    n = _kw(args, kwargs, 0, "group", 0)
+    if isinstance(n, LaneVal):
+        n = n.uniform()
+    if not _is_int(n) or n < 0:
+        it.unmodeled(node, "warpgroup.wait_group", "the group count is not known" if not _is_int(n)
+                     else f"group count {n} is negative")
+        return
+    it.emit(RawAsyncReadWait(it.span(node), int(n), it.mask, "wgmma"))
 
 
 def h_make_layout(it, args, kwargs, node):
@@ -1733,7 +1775,8 @@ CALLS: dict = {
     "utils.TmemAllocator": h_tmem_allocator, "memory.TmemAllocator": h_tmem_allocator,
     "arch.alloc_smem": h_alloc_smem, "arch.get_dyn_smem": h_alloc_smem,
     "cute.copy": h_copy, "cute.autovec_copy": h_autovec_copy, "cute.basic_copy": h_autovec_copy,
-    "cute.gemm": h_gemm, "cute.make_layout": h_make_layout, "cute.make_ordered_layout": h_make_layout,
+    "cute.gemm": h_gemm, "cute.nvgpu.warpgroup.fence": h_wgmma_fence,
+    "cute.nvgpu.warpgroup.commit_group": h_wgmma_commit, "cute.nvgpu.warpgroup.wait_group": h_wgmma_wait, "cute.make_layout": h_make_layout, "cute.make_ordered_layout": h_make_layout,
     "cute.size": h_size, "cute.make_tensor": h_make_tensor,
     "cute.nvgpu.cpasync.make_tiled_tma_atom": h_tma_atom, "cute.nvgpu.cpasync.tma_partition": h_tma_partition,
     "cute.printf": h_printf, "cute.print_tensor": h_printf,
@@ -1823,6 +1866,13 @@ def _stage_index(idx, base):
         return idx[-1]
     if _is_int(idx) and isinstance(base, Smem) and base.stages is not None and base.stage is None:
         return idx
+    # `tCrA[(None, None, k_block, s)]` on a staged buffer: a slice of stage s (a view, not a load:
+    # some mode is left open). A coordinate of ints only is an element load.
+    if (isinstance(idx, tuple) and len(idx) >= 2 and _is_int(idx[-1]) and isinstance(base, Smem)
+            and base.stages is not None and base.stage is None
+            and any(x is None or isinstance(x, slice) for x in idx[:-1])
+            and all(x is None or isinstance(x, slice) or _is_int(x) for x in idx[:-1])):
+        return idx[-1]
     return None
 
 

@@ -63,6 +63,7 @@ class PromelaModel:
     narrow_sites: list = field(default_factory=list)  # (span, process index, why) scope-too-narrow sites
     tma_store_dests: set = field(default_factory=set)  # regions written by TMA stores
     cp_async_dests: set = field(default_factory=set)  # regions written by cp.async copies
+    async_read_kinds: dict = field(default_factory=dict)  # region -> kinds of asynchronous readers (AsyncRead)
     notes: list = field(default_factory=list)
 
 
@@ -93,6 +94,7 @@ _NUMBERS = {
     ir.FlagUpdate: (("value", "flag value"), ("arrivals", "flag update lanes")),
     ir.FlagWait: (("value", "flag value"),),
     ir.BulkWait: (("pending", "bulk wait group count"),),
+    ir.AsyncReadWait: (("pending", "warpgroup wait group count"),),
 }
 _COMPARISONS = {">=", ">", "==", "!=", "<", "<="}
 
@@ -127,6 +129,7 @@ class Lowering:
         self.tma_group: dict = {}  # proc idx -> Group
         self.bulk_group: dict = {}
         self.cp_group: dict = {}  # proc idx -> Group of its cp.async copies
+        self.ar_group: dict = {}  # proc idx -> Group of its asynchronous reads (wgmma operands, tcgen05.ld)
         self.narrow_sites: list = []
         self.notes: list = []
         self.pending_acquire: dict = {}
@@ -164,12 +167,17 @@ class Lowering:
                 g = Group(len(self.groups), pi, None, f"cp.async copies issued by {p.role}")
                 self.groups.append(g)
                 self.cp_group[pi] = g
+            if any(isinstance(op, ir.AsyncRead) for op in ops):
+                g = Group(len(self.groups), pi, None, f"asynchronous reads (wgmma / tcgen05.ld) issued by {p.role}")
+                self.groups.append(g)
+                self.ar_group[pi] = g
         # Tracked regions: touched by two or more agents, at least one of them writing.
         touch: dict = {}
         writes: dict = {}
         self.async_read_regions = set()
         self.tma_store_dests = set()
         self.cp_async_dests = set()
+        self.async_read_kinds: dict = {}
         for pi, p in enumerate(k.processes):
             for v in p.variants:
                 for op in ir.walk(v):
@@ -184,6 +192,9 @@ class Lowering:
                         touch.setdefault(op.region.index, set()).add(("cp", pi))
                         writes.setdefault(op.region.index, set()).add(("cp", pi))
                         self.cp_async_dests.add(op.region.index)
+                    elif isinstance(op, ir.AsyncRead):
+                        touch.setdefault(op.region.index, set()).add(("ar", pi))
+                        self.async_read_kinds.setdefault(op.region.index, set()).add(op.kind)
                     elif isinstance(op, ir.TmaStore):
                         if op.region is not None:
                             touch.setdefault(op.region.index, set()).add(("bulk", pi))
@@ -210,6 +221,8 @@ class Lowering:
                         need.add(self.tma_group[pi].index)
                     elif isinstance(op, ir.CpAsyncCopy) and op.region.index in self.tracked_ids:
                         need.add(self.cp_group[pi].index)
+                    elif isinstance(op, ir.AsyncRead) and op.region.index in self.tracked_ids:
+                        need.add(self.ar_group[pi].index)
                     elif isinstance(op, ir.TmaStore) and any(
                             r is not None and r.index in self.tracked_ids for r in (op.region, op.dest)):
                         need.add(self.bulk_group[pi].index)
@@ -365,6 +378,15 @@ class Lowering:
             terms.append(f"(ap{j}_{r} & {self.W(cg)})")
         return "(" + " | ".join(terms) + ")"
 
+    def async_reads_seen(self, r: int, pi: int, g: Group) -> list:
+        """Before a write of `r`: every asynchronous read of it (`ar_r`: wgmma operands, tcgen05.ld)
+        by another agent must have been retired and ordered before the writing lanes. A separate
+        assertion so that the finding can say which wait is missing."""
+        if r not in self.async_read_kinds or r not in self.tracked_ids:
+            return []
+        # The warp's own asynchronous reads count too: its lanes see them only once retired.
+        return [f"assert((ar_{r} & ~{self.own_bits(pi)} & ~{self.cov(g, r)}) == 0)"]
+
     def complete_phase(self, b: int) -> str:
         e = self.expected.get(b, 1)
         moves = []
@@ -464,6 +486,7 @@ class Lowering:
                 r = op.region.index
                 tg = self.tma_group[pi]
                 issuer = self.lane_groups(pi, op.lanes)[0]
+                stmts += self.async_reads_seen(r, pi, issuer)
                 stmts.append(f"assert((a_{r} & {self._read_mask()} & ~{self.cov(issuer, r)}) == 0)")
                 stmts += self.record(r, self.W(tg))
                 stmts += self.clear_bit(r, self.W(tg))
@@ -514,6 +537,7 @@ class Lowering:
                 seen = self.conflicts(r, op.part, pi)
                 for g in self.lane_groups(pi, op.lanes):
                     # The issuing lanes must have seen every read of the elements they overwrite.
+                    stmts += self.async_reads_seen(r, pi, g)
                     stmts.append(f"assert(({seen} & {self._read_mask()} & ~{own} & ~{self.cov(g, r)}) == 0)")
                 stmts += self.record(r, self.W(cg), op.part)
                 stmts += self.clear_bit(r, self.W(cg))
@@ -534,6 +558,39 @@ class Lowering:
                     stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.W(cg)}")
             self.emit(indent + (self.dstep(sorted(set(stmts))) if stmts else "skip"),
                       info(f"waits until at most {op.pending} cp.async groups are pending", "cp_async_wait"))
+        elif isinstance(op, ir.AsyncRead):
+            r = op.region.index
+            stmts = []
+            unit = "a warpgroup MMA (wgmma)" if op.kind == "wgmma" else "a tcgen05.ld"
+            if r in self.tracked_ids:
+                ag = self.ar_group[pi]
+                own = self.own_bits(pi)
+                for g in self.lane_groups(pi, op.lanes):
+                    # The operand must be visible to the issuing lanes (read-after-write).
+                    stmts.append(f"assert((a_{r} & {self._write_mask()} & ~{own} & ~{self.cov(g, r)}) == 0)")
+                # The read goes on in the background: nobody (not even the issuing lanes) has it
+                # ordered before them until the retiring wait.
+                stmts += self.record(r, self.R(ag))
+                stmts.append(f"ar_{r} = ar_{r} | {self.R(ag)}")
+                stmts += self.clear_bit(r, self.R(ag))
+            self.emit(indent + (self.dstep(stmts) if stmts else "skip"),
+                      info(f"issues {unit} reading {op.region.name}", "async_read", None, r))
+        elif isinstance(op, ir.AsyncReadCommit):
+            self.emit(indent + "skip", info("commits the warpgroup MMA group", "async_read_commit"))
+        elif isinstance(op, ir.AsyncReadWait):
+            stmts = []
+            ag = self.ar_group.get(pi)
+            for c in op.done_reads:
+                r = c.region.index
+                if ag is None or r not in self.tracked_ids:
+                    continue
+                # The wait makes the reads complete for the waiting lanes; a release after it
+                # (arrive, barrier) carries that to the writer.
+                for g in self.lane_groups(pi, op.lanes or c.lanes):
+                    stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.R(ag)}")
+            what = (f"waits until at most {op.pending} warpgroup MMA groups are pending" if op.kind == "wgmma"
+                    else "waits for its tcgen05.ld loads (fence_view_async_tmem_load)")
+            self.emit(indent + (self.dstep(sorted(set(stmts))) if stmts else "skip"), info(what, "async_read_wait"))
         elif isinstance(op, ir.Access):
             r = op.region.index
             verb = "writes" if op.write else "reads"
@@ -548,6 +605,7 @@ class Lowering:
             seen = self.conflicts(r, op.part, pi)
             for g in self.lane_groups(pi, op.lanes):
                 if op.write:
+                    stmts += self.async_reads_seen(r, pi, g)
                     stmts.append(f"assert(({seen} & {self._read_mask()} & ~{own} & ~{self.cov(g, r)}) == 0)")
                     stmts += self.record(r, self.W(g), op.part)
                     stmts += self.clear_bit(r, self.W(g), keep=self.cov(g, r))
@@ -703,6 +761,8 @@ class Lowering:
             names = [f"a_{r}"] + self.holders(r)
             if r in self.async_read_regions:
                 names.append(f"u_{r}")
+            if r in self.async_read_kinds:
+                names.append(f"ar_{r}")
             if r in self.parts:
                 names += [f"an_{r}"] + [f"ap{j}_{r}" for j in range(len(self.parts[r]))]
             L("int " + ", ".join(names) + ";", None)
@@ -773,7 +833,8 @@ class Lowering:
         return PromelaModel("\n".join(text_lines) + "\n", table, proc_names, self.groups, self.tracked,
                             {b.index: b.name for b in k.barriers}, {f.index: f.name for f in k.flags},
                             narrow_sites=self.narrow_sites, notes=self.notes,
-                            tma_store_dests=self.tma_store_dests, cp_async_dests=self.cp_async_dests)
+                            tma_store_dests=self.tma_store_dests, cp_async_dests=self.cp_async_dests,
+                            async_read_kinds={r: sorted(v) for r, v in self.async_read_kinds.items()})
 
 
 def _dedupe_accesses(ops: list) -> list:

@@ -1,0 +1,87 @@
+"""Warpgroup MMA (wgmma) operand reads: asynchronous until warpgroup.wait_group retires them."""
+from cutespin import ir
+from cutespin.config import Settings
+from cutespin.frontend import build_models
+
+HEAD = '''
+import cutlass
+import cutlass.cute as cute
+
+
+class K:
+    # cutespin: stages=2
+    @cute.kernel
+    def kernel(self, mC: cute.Tensor, flag: cutlass.Int32):
+        tidx, _, _ = cute.arch.thread_idx()
+        smem = cutlass.utils.SmemAllocator()
+        sA = smem.allocate_tensor(cutlass.Float16, cute.make_layout((64, 16, 2)), 128)
+        mma = cute.make_tiled_mma(cute.nvgpu.warpgroup.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (64, 64, 16)))
+        thr = mma.get_slice(tidx)
+        tCrA = mma.make_fragment_A(thr.partition_A(sA))
+        acc = cute.make_fragment(thr.partition_shape_C((64, 64)), cutlass.Float32)
+'''
+
+
+def _ops(body: str):
+    src = HEAD + "".join("        " + line + "\n" for line in body.strip().splitlines())
+    k = build_models(src, "k.py", Settings())[0]
+    return k, (list(ir.walk(k.processes[0].variants[-1])) if k.processes else [])
+
+
+def test_wgmma_reads_are_retired_by_wait_group():
+    k, ops = _ops("""
+cute.nvgpu.warpgroup.fence()
+cute.gemm(mma, acc, tCrA[(None, None, 0, 0)], tCrA[(None, None, 0, 0)], acc)
+cute.nvgpu.warpgroup.commit_group()
+cute.gemm(mma, acc, tCrA[(None, None, 0, 1)], tCrA[(None, None, 0, 1)], acc)
+cute.nvgpu.warpgroup.commit_group()
+cute.nvgpu.warpgroup.wait_group(1)
+cute.nvgpu.warpgroup.wait_group(0)
+""")
+    reads = [op for op in ops if isinstance(op, ir.AsyncRead)]
+    waits = [op for op in ops if isinstance(op, ir.AsyncReadWait)]
+    assert {r.kind for r in reads} == {"wgmma"}
+    assert [r.region.name for r in reads] == ["sA[stage 0] (CTA 0)"] * 2 + ["sA[stage 1] (CTA 0)"] * 2
+    assert waits[0].done_reads == reads[:2]
+    assert waits[1].done_reads == reads[2:]
+    assert not [op for op in ops if isinstance(op, ir.Access) and op.region.name.startswith("sA")]
+    assert not k.unmodeled
+
+
+def test_uncommitted_wgmma_is_not_retired_and_a_stage_read_again_stays_in_flight():
+    _, ops = _ops("""
+cute.gemm(mma, acc, tCrA[(None, None, 0, 0)], tCrA[(None, None, 0, 0)], acc)
+cute.nvgpu.warpgroup.commit_group()
+cute.gemm(mma, acc, tCrA[(None, None, 0, 0)], tCrA[(None, None, 0, 0)], acc)
+cute.nvgpu.warpgroup.wait_group(0)
+""")
+    wait = next(op for op in ops if isinstance(op, ir.AsyncReadWait))
+    # The first group is retired, but the uncommitted MMA still reads the same stage.
+    assert wait.done_reads == []
+
+
+def test_mma_without_warpgroup_groups_reads_at_issue():
+    """A tcgen05 MMA (no warpgroup commit/wait in the warp) reads its operands at issue: its
+    completion is signalled through tcgen05.commit."""
+    _, ops = _ops("""
+cute.gemm(mma, acc, tCrA[(None, None, 0, 0)], tCrA[(None, None, 0, 0)], acc)
+""")
+    assert not [op for op in ops if isinstance(op, ir.AsyncRead)]
+    assert {op.region.name for op in ops if isinstance(op, ir.Access)} == {"sA[stage 0] (CTA 0)"}
+
+
+def test_wait_group_with_unknown_count_is_unmodeled():
+    k, _ = _ops("""
+cute.gemm(mma, acc, tCrA[(None, None, 0, 0)], tCrA[(None, None, 0, 0)], acc)
+cute.nvgpu.warpgroup.commit_group()
+cute.nvgpu.warpgroup.wait_group(flag)
+""")
+    assert any(u.construct == "warpgroup.wait_group" for u in k.unmodeled)
+
+
+def test_element_coordinate_is_still_a_load():
+    """Only a subscript with an open mode is a stage view; ints in every mode load an element."""
+    _, ops = _ops("""
+x = sA[(1, 2, 0)]
+""")
+    assert [(op.region.name, op.write) for op in ops if isinstance(op, ir.Access)] == [("sA (CTA 0)", False)]
