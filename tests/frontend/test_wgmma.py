@@ -85,3 +85,34 @@ def test_element_coordinate_is_still_a_load():
 x = sA[(1, 2, 0)]
 """)
     assert [(op.region.name, op.write) for op in ops if isinstance(op, ir.Access)] == [("sA (CTA 0)", False)]
+
+
+def _verdict_of_variant(old: str, new: str):
+    from pathlib import Path
+
+    from cutespin import api
+
+    path = Path(__file__).resolve().parents[2] / "samples" / "wgmma_release_early.py"
+    text = path.read_text()
+    assert old in text
+    result = api.check_source(text.replace(old, new), str(path), Settings().with_overrides(verify_fixes=False),
+                              with_fixes=False)
+    kr = result.kernels[0]
+    return kr.verdict, [(f.code, f.data.get("sub")) for f in kr.findings]
+
+
+RELEASE_EARLY = '''                ab_pipeline.consumer_release(reading)  # BUG: the MMAs above still read this stage
+                cute.nvgpu.warpgroup.wait_group(1)'''
+
+
+def test_release_of_the_current_stage_after_wait_group_1_is_a_race(require_spin):
+    """wait_group(1) leaves the group just committed in flight: it still reads the current stage."""
+    verdict, findings = _verdict_of_variant(RELEASE_EARLY, '''                cute.nvgpu.warpgroup.wait_group(1)
+                ab_pipeline.consumer_release(reading)''')
+    assert verdict == "counterexample" and findings == [("CS201", "async_read")]
+
+
+def test_release_of_the_current_stage_after_wait_group_0_is_ordered(require_spin):
+    verdict, findings = _verdict_of_variant(RELEASE_EARLY, '''                cute.nvgpu.warpgroup.wait_group(0)
+                ab_pipeline.consumer_release(reading)''')
+    assert verdict == "verified" and findings == []
