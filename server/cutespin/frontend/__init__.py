@@ -569,7 +569,7 @@ def _async_read_groups(ops, kind: str, open_reads: list, groups: list):
             open_reads[:] = _union([o for o, _ in results])
             shortest = min(len(g) for _, g in results)
             merged = [_union([g[i] for _, g in results]) for i in range(shortest)]
-            extra = _union([c for _, g in results for grp in g[shortest:] for c in grp])
+            extra = _union([[c for _, g in results for grp in g[shortest:] for c in grp]])
             if extra:
                 open_reads[:] = _union([extra, open_reads])
             groups[:] = merged
@@ -600,7 +600,7 @@ def _cp_async_groups(ops, open_copies: list, groups: list):
             open_copies[:] = _union([o for o, _ in results])
             shortest = min(len(g) for _, g in results)
             merged = [_union([g[i] for _, g in results]) for i in range(shortest)]
-            extra = _union([c for _, g in results for grp in g[shortest:] for c in grp])
+            extra = _union([[c for _, g in results for grp in g[shortest:] for c in grp]])
             if extra:
                 # A branch committed more groups than another: their copies stay in flight.
                 open_copies[:] = _union([extra, open_copies])

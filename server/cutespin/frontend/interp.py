@@ -371,8 +371,9 @@ class KernelInterp:
         """The loop index values for `range(start, stop, step)`; runtime bounds are trip counts."""
         if _is_int(start) and _is_int(stop) and _is_int(step) and step != 0:
             vals = range(start, stop, step)
-            if len(vals) > MAX_UNROLL:  # never materialise `range(10**12)`
-                raise Unsupported(f"loop of {len(vals)} iterations with synchronization")
+            # never materialise `range(10**12)`; len() itself overflows past 2**63
+            if max(0, -(-(stop - start) // step)) > MAX_UNROLL:
+                raise Unsupported(f"loop of {max(0, -(-(stop - start) // step))} iterations with synchronization")
             return list(vals)
         text = self.code(bound_node)
         trips = self.trip(text, node)
