@@ -209,6 +209,8 @@ async function main() {
       return { ok, text };
     }, WAIT);
     results.hover = hover.text;
+    // Shot at once, while the mouse still holds the hover open (scrolling it may close it).
+    await shot(page, "hover");
     // Scroll the hover to the server's part (the diagnostic's related locations come first).
     await waitUntil("the interleaving table in view", async () => {
       const r = await page.evaluate(() => {
@@ -225,8 +227,8 @@ async function main() {
       await page.mouse.wheel({ deltaY: Math.max(-400, Math.min(400, r.ptop - r.top - 10)) });
       await sleep(150);
       return { ok: false, r };
-    }, 20000).catch((e) => log(`(the hover could not be scrolled for the screenshot: ${e.message.slice(0, 200)})`));
-    await shot(page, "hover");
+    }, 20000).then(() => shot(page, "hover-table"))
+      .catch((e) => log(`(the hover could not be scrolled for the screenshot: ${e.message.slice(0, 200)})`));
     await page.mouse.move(5, 450);
     await page.keyboard.press("Escape");
 
