@@ -1,4 +1,4 @@
-# cutespin-expect: kernel=AlternatingPasses.kernel verdict=counterexample kinds=race lines=48,52
+# cutespin-expect: kernel=AlternatingPasses.kernel verdict=counterexample kinds=race lines=49,53
 """A uniform condition inside a loop takes different values in different iterations.
 
 64 threads per CTA. Iterations alternate between two passes, chosen by the parity of
@@ -8,7 +8,8 @@ iteration):
   * a *write* pass: warp 0 refreshes the shared tile and both warps meet at a CTA barrier.
 
 BUG: after a read pass, the next iteration's write pass lets warp 0 overwrite the tile with no
-barrier since warp 1's reads: nothing orders the two, a write-after-read race. The condition is
+barrier since warp 1's reads: nothing orders the two, so warp 1 may read the refreshed values
+or a mix (a race on ``sTile``). The condition is
 uniform within an iteration but not across iterations, so the race needs one iteration of each.
 
 Expected: race (CS201).

@@ -245,6 +245,7 @@ class Choice(Op):
 
     alternatives: list  # list[list[Op]]
     shared: Optional[int] = None
+    swapped: bool = False  # alternatives[0] is the source's `else` side (`if not c` on a shared c)
 
 
 @dataclass

@@ -82,6 +82,7 @@ def test_negated_condition_shares_the_value_with_sides_swapped():
         """)
     first, second = choices(m, 0)
     assert first.shared == second.shared is not None
+    assert not first.swapped and second.swapped  # its first side is the source's `else`
     assert [type(o).__name__ for o in second.alternatives[0]] == []
     assert [type(o).__name__ for o in second.alternatives[1]] == ["NamedBarrier"]
 

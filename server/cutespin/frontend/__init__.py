@@ -465,7 +465,8 @@ class _Converter:
         if isinstance(op, ir.NamedBarrier):
             return ir.NamedBarrier(op.span, op.barrier_id, op.threads, op.arriving, op.wait, self.lanes(op.lanes))
         if isinstance(op, ir.Choice):
-            return ir.Choice(op.span, [self.convert(alt) for alt in op.alternatives], op.shared)
+            return ir.Choice(op.span, [self.convert(alt) for alt in op.alternatives], op.shared,
+                             op.swapped)
         return op
 
 

@@ -308,11 +308,11 @@ class KernelInterp:
         """Run each body from the same state and emit the op lists as one runtime choice. A
         CTA-uniform condition (an Unknown with a key) is numbered by its value, so every warp
         of the CTA that evaluates the same value takes the same side (P11)."""
-        shared = None
+        shared, swapped = None, False
         if isinstance(cond, Unknown) and cond.key is not None and len(bodies) == 2:
             key = cond.key
             while key[0] == "not":  # `if not c` is `if c` with the sides swapped
-                key, bodies = key[3], [bodies[1], bodies[0]]
+                key, bodies, swapped = key[3], [bodies[1], bodies[0]], not swapped
             shared = self.registry.shared_condition(self.ctx.cta, key, self.span(node).line)
         env0 = dict(self.env)
         attrs0 = dict(self.self_obj.attrs) if self.self_obj is not None else None
@@ -335,7 +335,7 @@ class KernelInterp:
             # `self.x` set differently on the two branches is unknown afterwards.
             self.self_obj.attrs = self.merge_envs(attrs, node)
         if any(outs):
-            self.emit(ir.Choice(self.span(node), outs, shared))
+            self.emit(ir.Choice(self.span(node), outs, shared, swapped))
 
     def merge_envs(self, envs, node):
         merged = {}

@@ -601,13 +601,13 @@ class Lowering:
         role = self.k.processes[pi].role
         self.emit(indent + "if", LineInfo(op.span, role, "takes a runtime branch", "branch"))
         for side, alt in enumerate(op.alternatives):
+            name = "`if`" if (side == 0) != op.swapped else "`else`"
             if op.shared is None:
-                guard, what = "true", f"takes side {side + 1} of a runtime branch"
+                guard, what = "true", f"takes the {name} side of a runtime branch"
             else:
                 u, value, other = op.shared, side + 1, 2 - side
                 guard = f"(uc[{u}] != {other}) -> uc[{u}] = {value}"
-                what = (f"takes the {'true' if side == 0 else 'false'} side of a runtime branch whose condition "
-                        f"is the same for the whole CTA")
+                what = f"takes the {name} side of a runtime branch (the same side in every warp of the CTA)"
             if inline:
                 self.emit(indent + f":: {guard};", LineInfo(op.span, role, what, "branch"))
                 saved, self.inlining = self.inlining, True
@@ -793,7 +793,7 @@ def _same_ops(a: list, b: list) -> bool:
 
 def _op_key(op):
     if isinstance(op, ir.Choice):
-        return ("choice", op.span, op.shared, tuple(tuple(_op_key(o) for o in alt) for alt in op.alternatives))
+        return ("choice", op.span, op.shared, op.swapped, tuple(tuple(_op_key(o) for o in alt) for alt in op.alternatives))
     d = dict(vars(op))
     return (type(op).__name__,) + tuple(sorted((k, repr(v)) for k, v in d.items()))
 
