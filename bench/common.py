@@ -124,27 +124,32 @@ def _whole_op(line: str) -> str:
 
 def strip_atomic(text: str) -> str:
     """The model without the wait-to-wait reduction of docs/policies.md P10: every warp process's
-    body loses its enclosing `atomic { ... }`, so SPIN may interleave the warps between any two
-    operations (each operation stays indivisible). `init` keeps its atomic start-up. Line
-    numbers are kept, so the model's line table still maps a trail to the source."""
+    body loses its `atomic { ... }` sequences (the enclosing one, the one per trip-count
+    configuration, and those a runtime branch past the path budget ends and restarts), so SPIN
+    may interleave the warps between any two operations (each operation stays indivisible).
+    `init` keeps its atomic start-up. Line numbers are kept, so the model's line table still
+    maps a trail to the source. Inside a process every operation is one line, so a line that is
+    only a brace, or an option that starts with `atomic {`, is one of these sequences."""
     out = []
     in_proc = False
-    procs = wrappers = 0
+    procs = stripped = 0
     for line in text.split("\n"):
+        indent, body = line[:len(line) - len(line.lstrip())], line.strip()
         if line.startswith("proctype P"):
-            in_proc = True
+            in_proc, seen = True, False
             procs += 1
-        elif in_proc and line == "  atomic {":
-            out.append("  skip;")
-            wrappers += 1
-            continue
-        elif in_proc and line == "  }":
+        elif in_proc and line == "}":
             in_proc = False
-            out.append("")
-            continue
+            stripped += seen
+        elif in_proc and body in ("atomic {", "atomic { skip"):
+            line, seen = indent + "skip;", True
+        elif in_proc and body in ("}", "};"):
+            line, seen = "", True
+        elif in_proc and body.startswith(":: atomic { "):
+            line, seen = indent + ":: " + body[len(":: atomic { "):], True
         elif in_proc and line.count("d_step {") > 1:
             line = _whole_op(line)
         out.append(line)
-    if wrappers != procs:
+    if stripped != procs:
         raise ValueError("per-process atomic wrappers not found: has the lowering's layout changed?")
     return "\n".join(out)

@@ -291,9 +291,16 @@ class FlagWait(Op):
 
 @dataclass
 class Choice(Op):
-    """A runtime branch the model cannot decide: any alternative may run."""
+    """A runtime branch the model cannot decide: any alternative may run.
+
+    `shared` is None for a condition that may differ between warps (each warp chooses on its
+    own). Otherwise the condition is CTA-uniform and `shared` numbers its value: every warp of
+    the CTA that evaluates the same condition value takes the same side, `alternatives[0]` when
+    it is true and `alternatives[1]` when it is false (docs/policies.md P14)."""
 
     alternatives: list  # list[list[Op]]
+    shared: Optional[int] = None
+    swapped: bool = False  # alternatives[0] is the source's `else` side (`if not c` on a shared c)
 
 
 @dataclass
@@ -398,6 +405,7 @@ class KernelModel:
     bounds: dict  # {"loop": int|None, "stages": int|None, "cluster": int}
     static_findings: list = field(default_factory=list)  # list[StaticFinding]
     strict: bool = False
+    shared_conditions: list = field(default_factory=list)  # Choice.shared -> (cta, line) of its first site
 
 
 def arrivals_per_phase(k: "KernelModel", bar_index: int):

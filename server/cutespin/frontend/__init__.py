@@ -136,12 +136,29 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict) ->
             it.exec_block(fn.body)
         except (I.Unsupported, I._Return, RecursionError):
             pass
+        if name == "__init__":
+            _key_host_attributes(self_obj)
         for attr, val in before.items():
             if isinstance(self_obj.attrs.get(attr), Unknown) and not isinstance(val, Unknown):
                 self_obj.attrs[attr] = val
     for attr in assigned:
         self_obj.attrs.setdefault(attr, Unknown(f"self.{attr}"))
     return self_obj
+
+
+def _key_host_attributes(self_obj: SelfObj):
+    """Attributes the constructor leaves unknown are host values, the same for every thread:
+    they become CTA-uniform leaves (P14). Later methods may be device code, so what they assign
+    keeps whatever uniformity its own value has."""
+    for attr, val in self_obj.attrs.items():
+        if isinstance(val, Unknown) and val.key is None:
+            self_obj.attrs[attr] = Unknown(val.why, key=I._leaf("self", attr))
+
+
+def _uniform_argument(name: str, v):
+    """A kernel argument the front end cannot fold is the same for every thread of the launch:
+    a CTA-uniform leaf (P14)."""
+    return Unknown(v.why, key=I._leaf("arg", name)) if isinstance(v, Unknown) else v
 
 
 SHAPE_PINS = ("stages", "loop", "block", "cluster", "grid")
@@ -243,7 +260,7 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
             v = Gmem(n)
         if isinstance(v, Gmem) and v.name != n and not v.is_ptr:
             v = Gmem(n)
-        params[n] = v
+        params[n] = _uniform_argument(n, v)
 
     if "block" in pins:
         threads = _first_dim_product(pins["block"])
@@ -466,7 +483,8 @@ class _Converter:
         if isinstance(op, ir.NamedBarrier):
             return ir.NamedBarrier(op.span, op.barrier_id, op.threads, op.arriving, op.wait, self.lanes(op.lanes))
         if isinstance(op, ir.Choice):
-            return ir.Choice(op.span, [self.convert(alt) for alt in op.alternatives])
+            return ir.Choice(op.span, [self.convert(alt) for alt in op.alternatives], op.shared,
+                             op.swapped)
         return op
 
 
@@ -749,5 +767,6 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         configs=configs, assumptions=list(registry.assumptions),
         unmodeled=sorted(registry.unmodeled.values(), key=lambda u: (u.line, u.construct)),
         bounds=bounds, static_findings=list(registry.statics), strict=settings.strict,
+        shared_conditions=list(registry.shared_sites),
     )
 

@@ -298,13 +298,22 @@ class KernelInterp:
             self.env = self.merge_lane_envs(env_then, self.env, tmask)
             return
         # A runtime condition: either side may run.
-        self.choice([then_body, else_body], node)
+        self.choice([then_body, else_body], node, cond)
 
     def _mentions_role(self, node) -> bool:
         text = self.code(node.test)
         return "warp" in text or "tidx" in text or "thread" in text or "cta" in text or "lane" in text
 
-    def choice(self, bodies, node):
+    def choice(self, bodies, node, cond=None):
+        """Run each body from the same state and emit the op lists as one runtime choice. A
+        CTA-uniform condition (an Unknown with a key) is numbered by its value, so every warp
+        of the CTA that evaluates the same value takes the same side (P14)."""
+        shared, swapped = None, False
+        if isinstance(cond, Unknown) and cond.key is not None and len(bodies) == 2:
+            key = cond.key
+            while key[0] == "not":  # `if not c` is `if c` with the sides swapped
+                key, bodies, swapped = key[3], [bodies[1], bodies[0]], not swapped
+            shared = self.registry.shared_condition(self.ctx.cta, key, self.span(node).line)
         env0 = dict(self.env)
         attrs0 = dict(self.self_obj.attrs) if self.self_obj is not None else None
         outs, envs, attrs = [], [], []
@@ -326,7 +335,7 @@ class KernelInterp:
             # `self.x` set differently on the two branches is unknown afterwards.
             self.self_obj.attrs = self.merge_envs(attrs, node)
         if any(outs):
-            self.emit(ir.Choice(self.span(node), outs))
+            self.emit(ir.Choice(self.span(node), outs, shared, swapped))
 
     def merge_envs(self, envs, node):
         merged = {}
@@ -480,7 +489,7 @@ class KernelInterp:
             return False
         if isinstance(v, (Smem, Gmem, TmaAtom, NamedBarrierObj)):
             return True
-        return Unknown("runtime condition")
+        return Unknown("runtime condition", key=_truth(v.key) if isinstance(v, Unknown) else None)
 
     def callee_name(self, func) -> str:
         q = qualify(func, self.info.aliases)
@@ -551,7 +560,8 @@ class KernelInterp:
                 return base.attrs[attr]
             if attr in self.methods:
                 return FuncRef(attr, self.methods[attr], bound_self=True)
-            return Unknown(f"self.{attr}")
+            # Never assigned by any method: a class attribute, the same for every thread.
+            return Unknown(f"self.{attr}", key=_leaf("self", attr))
         if isinstance(base, ModuleRef):
             return ModuleRef(f"{base.qualname}.{attr}")
         if isinstance(base, Storage):
@@ -570,6 +580,9 @@ class KernelInterp:
             return base.shape
         if isinstance(base, (P.PipeState, P.Handle, P.Participant)):
             return P.attribute(base, attr)
+        if isinstance(base, Unknown):
+            # An attribute of a uniform object (a kernel argument's field) is uniform.
+            return Unknown(f"attribute {attr}", key=_combine("attr", attr, base.key))
         return Unknown(f"attribute {attr}")
 
     def eval_Tuple(self, node):
@@ -620,7 +633,7 @@ class KernelInterp:
             if isinstance(v, LaneVal):
                 return LaneVal(tuple(not x for x in v.vals))
             if isinstance(v, Unknown):
-                return v
+                return Unknown(v.why, key=_negate(v.key))
             if isinstance(v, (FlagRead, TryWaitResult)):
                 return Unknown("negated runtime wait")
             return not v
@@ -629,7 +642,7 @@ class KernelInterp:
         if isinstance(op, cst.Plus):
             return v
         if isinstance(op, cst.BitInvert):
-            return self.binop(lambda a, b: ~b, 0, v)
+            return self.binop(_invert, 0, v)
         return Unknown("unary")
 
     def eval_BinaryOperation(self, node):
@@ -650,10 +663,9 @@ class KernelInterp:
             av = a.vals if isinstance(a, LaneVal) else (a,) * 32
             bv = b.vals if isinstance(b, LaneVal) else (b,) * 32
             return LaneVal(tuple(self.binop(op, x, y) for x, y in zip(av, bv)))
-        if isinstance(a, Unknown):
-            return a
-        if isinstance(b, Unknown):
-            return b
+        if isinstance(a, Unknown) or isinstance(b, Unknown):
+            first = a if isinstance(a, Unknown) else b
+            return Unknown(first.why, key=_combine("op", _op_name(op), _term(a), _term(b)))
         if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and op is operator.add:
             return tuple(a) + tuple(b)
         if isinstance(a, (tuple, list)) and _is_int(b) and op is operator.mul:
@@ -707,8 +719,10 @@ class KernelInterp:
                 return LaneVal(tuple(op(x, y) for x, y in zip(av, bv)))
             except TypeError:
                 return Unknown("comparison of unlike values")
-        if isinstance(a, Unknown) or isinstance(b, Unknown) or isinstance(a, (FlagRead, TryWaitResult)):
+        if isinstance(a, (FlagRead, TryWaitResult)):
             return Unknown("runtime comparison")
+        if isinstance(a, Unknown) or isinstance(b, Unknown):
+            return Unknown("runtime comparison", key=_combine("cmp", _op_name(op), _term(a), _term(b)))
         try:
             return op(a, b)
         except TypeError:
@@ -723,7 +737,7 @@ class KernelInterp:
             return a
         if isinstance(a, LaneVal) and isinstance(b, LaneVal):
             return LaneVal(tuple(bool(x) and bool(y) for x, y in zip(a.vals, b.vals)))
-        return Unknown("runtime condition")
+        return Unknown("runtime condition", key=_combine("and", "", _truth(_term(a)), _truth(_term(b))))
 
     def logic_or(self, a, b):
         if a is True or b is True:
@@ -734,7 +748,7 @@ class KernelInterp:
             return a
         if isinstance(a, LaneVal) and isinstance(b, LaneVal):
             return LaneVal(tuple(bool(x) or bool(y) for x, y in zip(a.vals, b.vals)))
-        return Unknown("runtime condition")
+        return Unknown("runtime condition", key=_combine("or", "", _truth(_term(a)), _truth(_term(b))))
 
     def eval_BooleanOperation(self, node):
         a = self.eval_cond(node.left)
@@ -796,7 +810,11 @@ class KernelInterp:
                 if isinstance(v, (Smem, Gmem)):
                     return self.thread_partition(v, node) if name == "cute.local_partition" else v
         if name.startswith("cute.") or name.startswith(PURE_PREFIXES) or name in BUILTIN_PURE:
-            return _builtin(name, args)
+            result = _builtin(name, args)
+            if isinstance(result, Unknown) and name in UNIFORM_PURE and not kwargs:
+                # A pure function of uniform arguments is uniform.
+                return Unknown(result.why, key=_combine("call", name, *[_term(a) for a in args]))
+            return result
         if sync_args:
             self.unmodeled(node, name or self.code(node.func), "call receives a barrier or shared-memory buffer")
         return Unknown(f"result of {name or 'call'}")
@@ -1108,6 +1126,17 @@ class Registry:
         self.assumptions: list = []
         self.statics: list = []
         self.steps = 0  # statements interpreted for this kernel (MAX_KERNEL_STEPS)
+        self.shared: dict = {}  # (cta, uniform term) -> number of the shared condition value
+        self.shared_sites: list = []  # number -> (cta, line of the first site that evaluated it)
+
+    def shared_condition(self, cta: int, key, line: int) -> int:
+        """The number of a CTA-uniform condition value, the same for every warp and site that
+        evaluates an equal term in this CTA."""
+        n = self.shared.get((cta, key))
+        if n is None:
+            n = self.shared[(cta, key)] = len(self.shared_sites)
+            self.shared_sites.append((cta, line))
+        return n
 
     def add_unmodeled(self, item: ir.Unmodeled):
         self.unmodeled.setdefault((item.line, item.construct), item)
@@ -1792,6 +1821,59 @@ for _n in ("Int32", "Int64", "Uint32", "Uint64", "Int8", "Int16", "Uint8", "Uint
            "Float16", "BFloat16", "Float64"):
     CALLS[_n] = h_numeric
 BUILTIN_PURE = {"len", "min", "max", "abs", "int", "bool", "tuple", "list", "float", "sum", "round", "print"}
+# Functions whose result depends only on their arguments (no thread identity, no memory, no
+# clock): uniform arguments give a uniform result.
+UNIFORM_PURE = {"min", "max", "abs", "int", "bool", "float", "round", "cute.ceil_div"}
+
+# ---------------------------------------------------------------------------------------------
+# CTA-uniform terms (docs/policies.md P14). A term is a tuple (tag, size, name, *subterms): the
+# size bounds how large a key may grow (a loop that keeps updating a value), past which the value
+# is simply not uniform (None), which is the safe side.
+MAX_TERM_SIZE = 200
+
+
+def _leaf(tag: str, name) -> tuple:
+    return (tag, 1, name)
+
+
+def _term(v):
+    """The uniform term of a value, or None when it may differ between threads or over time."""
+    if isinstance(v, Unknown):
+        return v.key
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return _leaf("k", v)
+    if isinstance(v, tuple) and len(v) <= 8:
+        return _combine("tuple", "", *[_term(x) for x in v])
+    return None
+
+
+def _combine(tag: str, name, *terms):
+    if name is None or any(t is None for t in terms):
+        return None
+    size = 1 + sum(t[1] for t in terms)
+    return (tag, size, name) + tuple(terms) if size <= MAX_TERM_SIZE else None
+
+
+def _negate(key):
+    if key is None:
+        return None
+    return key[3] if key[0] == "not" else _combine("not", "", _truth(key))
+
+
+def _truth(key):
+    """The term of a value used as a condition (`if x` is `if bool(x)`)."""
+    if key is None or key[0] in ("cmp", "and", "or", "not", "truth"):
+        return key
+    return _combine("truth", "", key)
+
+
+def _op_name(op):
+    name = getattr(op, "__name__", None)
+    return None if name in (None, "<lambda>") else name
+
+
+def _invert(a, b):
+    return ~b
 
 
 def _builtin(name, args):

@@ -14,7 +14,17 @@ FULL_MASK = (1 << 32) - 1
 
 @dataclass(frozen=True)
 class Unknown:
+    """A value the interpreter cannot determine.
+
+    `key` is set only for a *CTA-uniform* value: a term (nested tuples) that computes it from
+    immutable inputs every thread of the CTA sees alike (kernel arguments, host attributes,
+    constants, and concrete values such as loop indices and block coordinates). Two evaluations
+    with equal keys in one CTA have the same value, whichever warp makes them and whenever; a
+    value derived from thread identity or per-thread data has no key (see docs/policies.md P14).
+    """
+
     why: str = "runtime value"
+    key: Any = None
 
     def __bool__(self):  # pragma: no cover - guard against accidental truthiness
         raise TypeError("Unknown has no truth value")

@@ -28,6 +28,8 @@ MAX_DSTEPS = 1800
 MAX_DSTEP_STATEMENTS = 200
 DSTEP_CHUNK = 16  # statements per d_step (SPIN rejects very long d_step sequences)
 MAX_MODEL_LINES = 40_000
+# Paths a warp's atomic sequence may hold before a runtime branch ends it (see lower_choice).
+PATH_BUDGET = 64
 
 
 @dataclass
@@ -136,6 +138,8 @@ class Lowering:
         self.pending_global: dict = {}
         self.inited_by: dict = {}
         self.dsteps = 0
+        self.paths = 1  # paths through the open atomic sequence so far
+        self.inlining = False  # lowering the alternatives of a branch kept inside the sequence
         self._plan()
 
     # ------------------------------------------------------------------ planning
@@ -700,19 +704,87 @@ class Lowering:
                                                        f"writing CTA (needs {ir.SCOPES[need]})"))
             self.emit(indent + self.dstep(stmts), info(f"waits until flag {op.flag.name} {op.cmp} {op.value}", "flag_wait"))
         elif isinstance(op, ir.Choice):
-            self.emit(indent + "if", LineInfo(op.span, role, "takes a runtime branch", "branch"))
-            for alt in op.alternatives:
-                self.emit(indent + ":: true ->", LineInfo(op.span, role, "takes a runtime branch", "branch"))
-                if not alt:
-                    self.emit(indent + "   skip", None)
-                self.lower_seq(pi, alt, indent + "   ")
-            self.emit(indent + "fi", None)
+            self.lower_choice(pi, op, indent)
         else:
             self.emit(indent + "skip", info(type(op).__name__, "other"))
 
+    def lower_choice(self, pi: int, op: ir.Choice, indent: str):
+        """A runtime branch. Inside an atomic sequence SPIN stores no states, so n branches in a
+        row are walked as 2^n paths each time the warp runs through them. Branches stay inside
+        the atomic sequence while the sequence has at most PATH_BUDGET paths; the branch that
+        would exceed it ends the sequence, and each alternative and the code after it start a
+        new one (P10): SPIN then stores a state at the branch point, and paths that reach the
+        same state are merged instead of walked again. (Ending the sequence at every branch
+        instead lets the other warps interleave at each one, which costs more than it saves
+        where branches are many and short.)"""
+        paths = self.choice_paths(op)
+        if self.inlining or self.paths * paths <= PATH_BUDGET:
+            if not self.inlining:
+                self.paths *= paths
+            self.lower_alternatives(pi, op, indent, inline=True)
+            return
+        self.close_atomic(indent + "};")
+        self.lower_alternatives(pi, op, indent, inline=False)
+        self.emit(indent + "atomic {", None)
+        self.paths = 1
+
+    def lower_alternatives(self, pi: int, op: ir.Choice, indent: str, inline: bool):
+        """The `if` of a branch. A CTA-uniform condition (P14) reads and sets `uc[n]` (0 = not
+        yet evaluated in this CTA, 1 = true, 2 = false), so every warp takes the side the first
+        one took."""
+        role = self.k.processes[pi].role
+        self.emit(indent + "if", LineInfo(op.span, role, "takes a runtime branch", "branch"))
+        for side, alt in enumerate(op.alternatives):
+            name = "`if`" if (side == 0) != op.swapped else "`else`"
+            if op.shared is None:
+                guard, what = "true", f"takes the {name} side of a runtime branch"
+            else:
+                u, value, other = op.shared, side + 1, 2 - side
+                guard = f"(uc[{u}] != {other}) -> uc[{u}] = {value}"
+                what = f"takes the {name} side of a runtime branch (the same side in every warp of the CTA)"
+            if inline:
+                self.emit(indent + f":: {guard};", LineInfo(op.span, role, what, "branch"))
+                saved, self.inlining = self.inlining, True
+                self.lower_seq(pi, alt, indent + "   ")
+                self.inlining = saved
+            else:
+                self.emit(indent + f":: atomic {{ {guard};", LineInfo(op.span, role, what, "branch"))
+                self.paths = 1
+                self.lower_seq(pi, alt, indent + "   ")
+                self.close_atomic(indent + "   }")
+        self.emit(indent + ("fi" if inline else "fi;"), None)
+
+    def choice_paths(self, op: ir.Choice) -> int:
+        """Paths through a branch inside one atomic sequence (capped past the budget)."""
+        total = 0
+        for alt in op.alternatives:
+            n = 1
+            for o in alt:
+                if isinstance(o, ir.Choice) and self.has_effect(o):
+                    n = min(n * self.choice_paths(o), PATH_BUDGET + 1)
+            total += n
+        return min(total, PATH_BUDGET + 1)
+
+    def close_atomic(self, text: str):
+        """Close the open atomic sequence; SPIN rejects an empty one."""
+        last, info = self.lines[-1]
+        if last.rstrip().endswith("atomic {"):
+            self.lines[-1] = (last + " skip", info)
+        self.emit(text, None)
+
     def lower_seq(self, pi: int, ops: list, indent: str):
         for op in _dedupe_accesses(ops):
+            if isinstance(op, ir.Choice) and not self.has_effect(op):
+                continue  # both sides only touch untracked buffers: the same model either way
             self.lower_op(pi, op, indent)
+
+    def has_effect(self, op) -> bool:
+        """Whether an op changes the model: accesses to untracked buffers lower to `skip`."""
+        if isinstance(op, ir.Access):
+            return op.region.index in self.tracked_ids
+        if isinstance(op, ir.Choice):
+            return any(self.has_effect(o) for alt in op.alternatives for o in alt)
+        return True
 
     def complete_named(self, i: int, total: str) -> str:
         moves = []
@@ -767,6 +839,8 @@ class Lowering:
                 names += [f"an_{r}"] + [f"ap{j}_{r}" for j in range(len(self.parts[r]))]
             L("int " + ", ".join(names) + ";", None)
         L("byte cfg;", None)
+        if self.k.shared_conditions:
+            L(f"byte uc[{len(self.k.shared_conditions)}];", None)
         proc_names = {}
         for pi, p in enumerate(k.processes):
             pname = f"P{pi}"
@@ -779,24 +853,27 @@ class Lowering:
             # each warp runs from one wait to the next without interleaving (a Lipton reduction:
             # waits are right movers, arrives left movers, and races are found from
             # happens-before, not from timing). See docs/policies.md.
-            L("  atomic {", None)
+            # Runtime branches end and restart it (`lower_choice`).
             variants = p.variants
             distinct = []
             for v in variants:
                 if not any(v is d or _same_ops(v, d) for d in distinct):
                     distinct.append(v)
             if len(distinct) == 1:
+                L("  atomic {", None)
+                self.paths = 1
                 self.lower_seq(pi, distinct[0], "  ")
+                L("  " + self.dstep(self.exit_stmts(pi)), LineInfo(None, p.role, "exits", "exit"))
+                self.close_atomic("  }")
             else:
                 L("  if", None)
                 for ci, v in enumerate(variants):
-                    L(f"  :: (cfg == {ci}) ->", None)
-                    if not v:
-                        L("     skip", None)
+                    L(f"  :: atomic {{ (cfg == {ci}) ->", None)
+                    self.paths = 1
                     self.lower_seq(pi, v, "     ")
-                L("  fi;", None)
-            L("  " + self.dstep(self.exit_stmts(pi)), LineInfo(None, p.role, "exits", "exit"))
-            L("  }", None)
+                    L("     " + self.dstep(self.exit_stmts(pi)), LineInfo(None, p.role, "exits", "exit"))
+                    self.close_atomic("     }")
+                L("  fi", None)
             L("}", None)
         if self.tma_slots:
             L("proctype Tma() {", None)
@@ -855,7 +932,7 @@ def _same_ops(a: list, b: list) -> bool:
 
 def _op_key(op):
     if isinstance(op, ir.Choice):
-        return ("choice", op.span, tuple(tuple(_op_key(o) for o in alt) for alt in op.alternatives))
+        return ("choice", op.span, op.shared, op.swapped, tuple(tuple(_op_key(o) for o in alt) for alt in op.alternatives))
     d = dict(vars(op))
     return (type(op).__name__,) + tuple(sorted((k, repr(v)) for k, v in d.items()))
 

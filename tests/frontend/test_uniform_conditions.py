@@ -1,0 +1,146 @@
+"""CTA-uniform runtime conditions (policy P14): one shared value per condition and CTA.
+
+A runtime condition that does not depend on the thread (kernel arguments, host attributes,
+constants, loop indices) is numbered by its value, so every warp of a CTA takes the same side;
+a condition that may differ between warps or lanes stays an independent choice per warp.
+"""
+import textwrap
+
+from cutespin import ir
+from cutespin.config import Settings
+from cutespin.frontend import build_models
+
+TEMPLATE = """\
+import cutlass
+import cutlass.cute as cute
+
+
+class K:
+    def __init__(self, flag):
+        self.flag = flag
+        self.threads = 64
+
+    @cute.jit
+    def __call__(self, mA: cute.Tensor, n: cutlass.Int32, scale: cutlass.Float32):
+        self.kernel(mA, n, scale).launch(grid=(1, 1, 1), block=(self.threads, 1, 1))
+
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor, n: cutlass.Int32, scale: cutlass.Float32):
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        tidx, _, _ = cute.arch.thread_idx()
+        lane = cute.arch.lane_idx()
+        smem = cutlass.utils.SmemAllocator()
+        sBuf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(64))
+{body}
+"""
+
+
+def model(body: str):
+    src = TEMPLATE.format(body=textwrap.indent(textwrap.dedent(body), " " * 8))
+    ms = build_models(src, "k.py", Settings())
+    assert len(ms) == 1
+    return ms[0]
+
+
+def choices(m, warp, variant=-1):
+    p = next(p for p in m.processes if p.warp == warp)
+    return [op for op in ir.walk(p.variants[variant]) if isinstance(op, ir.Choice)]
+
+
+def shared_ids(m, warp, variant=-1):
+    return [c.shared for c in choices(m, warp, variant)]
+
+
+def test_condition_on_a_kernel_argument_is_shared_by_every_warp():
+    m = model("""\
+        if scale != cutlass.Float32(0.0):
+            cute.arch.sync_threads()
+        """)
+    assert shared_ids(m, 0) == shared_ids(m, 1) == [0]
+    assert len(m.shared_conditions) == 1
+
+
+def test_same_value_at_two_sites_is_one_shared_condition():
+    m = model("""\
+        if n > 4:
+            cute.arch.sync_threads()
+        if n > 4:
+            cute.arch.sync_threads()
+        if n > 5:
+            cute.arch.sync_threads()
+        """)
+    a, b, c = shared_ids(m, 0)
+    assert a == b != c
+
+
+def test_negated_condition_shares_the_value_with_sides_swapped():
+    m = model("""\
+        if n > 4:
+            sBuf[lane] = 1.0
+        if not (n > 4):
+            cute.arch.sync_threads()
+        """)
+    first, second = choices(m, 0)
+    assert first.shared == second.shared is not None
+    assert not first.swapped and second.swapped  # its first side is the source's `else`
+    assert [type(o).__name__ for o in second.alternatives[0]] == []
+    assert [type(o).__name__ for o in second.alternatives[1]] == ["NamedBarrier"]
+
+
+def test_host_attribute_set_by_the_constructor_is_uniform():
+    m = model("""\
+        if self.flag:
+            cute.arch.sync_threads()
+        """)
+    assert shared_ids(m, 0) == shared_ids(m, 1) != [None]
+
+
+def test_condition_that_involves_the_warp_index_differs_between_warps():
+    m = model("""\
+        if warp_idx * 32 < n:
+            cute.arch.sync_threads()
+        """)
+    (w0,), (w1,) = shared_ids(m, 0), shared_ids(m, 1)
+    assert w0 is not None and w1 is not None and w0 != w1
+
+
+def test_condition_on_loaded_data_stays_independent_per_warp():
+    m = model("""\
+        if mA[0] > 0.0:
+            cute.arch.sync_threads()
+        if sBuf[0] > 0.0:
+            cute.arch.sync_threads()
+        """)
+    assert shared_ids(m, 0) == shared_ids(m, 1) == [None, None]
+
+
+def test_condition_on_the_thread_index_keeps_lane_masks_and_no_shared_value():
+    m = model("""\
+        if tidx < n:
+            cute.arch.sync_threads()
+        """)
+    assert shared_ids(m, 0) == [None]
+
+
+def test_unknown_function_of_a_uniform_value_is_not_uniform():
+    m = model("""\
+        if cute.arch.clock() > n:
+            cute.arch.sync_threads()
+        if cute.ceil_div(n, 4) > 2:
+            cute.arch.sync_threads()
+        """)
+    clock, ceil = shared_ids(m, 0)
+    assert clock is None and ceil is not None
+
+
+def test_uniform_condition_in_a_loop_is_a_distinct_value_per_iteration():
+    m = model("""\
+        for i in cutlass.range(n):
+            if (i + self.flag) % 2 == 0:
+                cute.arch.sync_threads()
+        """)
+    # The longest trip-count configuration: one choice per iteration, numbered per iteration.
+    ids0, ids1 = shared_ids(m, 0), shared_ids(m, 1)
+    assert len(ids0) >= 2 and None not in ids0
+    assert len(set(ids0)) == len(ids0)
+    assert ids0 == ids1

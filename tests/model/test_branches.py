@@ -1,0 +1,106 @@
+"""Runtime branches in the Promela model: CTA-uniform values, effect-free branches, and where a
+warp's atomic sequence ends (P10, P14)."""
+import textwrap
+
+from cutespin import api
+from cutespin.config import Settings
+from cutespin.frontend import build_models
+from cutespin.model import promela
+from cutespin.model.promela import lower
+
+TEMPLATE = """\
+import cutlass
+import cutlass.cute as cute
+
+
+class K:
+    @cute.jit
+    def __call__(self, mA: cute.Tensor, n: cutlass.Int32):
+        self.kernel(mA, n).launch(grid=(1, 1, 1), block=(64, 1, 1))
+
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor, n: cutlass.Int32):
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        lane = cute.arch.lane_idx()
+        smem = cutlass.utils.SmemAllocator()
+        sBuf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(32))
+        sTmp = smem.allocate_tensor(cutlass.Float32, cute.make_layout(32))
+{body}
+"""
+
+
+def source(body: str) -> str:
+    return TEMPLATE.format(body=textwrap.indent(textwrap.dedent(body), " " * 8))
+
+
+def check(src: str):
+    fr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False)
+    assert fr.error is None
+    return fr.kernels[0]
+
+
+def pml(src: str) -> str:
+    return lower(build_models(src, "k.py", Settings())[0]).text
+
+
+MANY_BRANCHES = "".join(f"""\
+    if mA[{i}] > 0.0:
+        sBuf[lane] = {i}.0
+""" for i in range(12))
+WRITER_THEN_READER = """\
+if warp_idx == 0:
+{branches}
+cute.arch.sync_threads()
+if warp_idx == 1:
+    mA[lane] = sBuf[lane]
+"""
+
+
+def test_uniform_condition_reads_and_sets_one_shared_value(require_spin):
+    text = pml(source("""\
+        if n > 0:
+            if warp_idx == 0:
+                sBuf[lane] = 1.0
+            cute.arch.sync_threads()
+        if warp_idx == 1:
+            mA[lane] = sBuf[lane]
+        """))
+    assert "byte uc[1];" in text
+    assert text.count("(uc[0] != 2) -> uc[0] = 1") == 2  # one per warp
+    assert text.count("(uc[0] != 1) -> uc[0] = 2") == 2
+
+
+def test_branch_that_only_touches_untracked_buffers_is_left_out(require_spin):
+    # sTmp is only touched by warp 0: no other agent can race with it, so it is not tracked.
+    body = textwrap.dedent("""\
+        if warp_idx == 0:
+            if mA[0] > 0.0:
+                sTmp[lane] = 1.0
+            else:
+                sTmp[lane] = 2.0
+        cute.arch.sync_threads()
+        """)
+    text = pml(source(body))
+    assert ":: true" not in text
+    assert ":: true" in pml(source(body.replace("sTmp", "sBuf") + "if warp_idx == 1:\n    mA[lane] = sBuf[lane]\n"))
+
+
+def test_many_branches_end_the_atomic_sequence_past_the_path_budget(require_spin, monkeypatch):
+    src = source(WRITER_THEN_READER.format(branches=textwrap.indent(MANY_BRANCHES, "")))
+    # 12 branches in a row: 2^12 paths; with a budget of 64 the sequence ends every 6 branches.
+    text = pml(src)
+    assert text.count("};") == 1
+    kept = check(src)
+    monkeypatch.setattr(promela, "PATH_BUDGET", 1 << 20)
+    assert "};" not in pml(src)
+    walked = check(src)
+    assert kept.verdict == walked.verdict == "verified"
+    assert kept.stats["transitions"] < walked.stats["transitions"]
+
+
+def test_a_race_behind_many_branches_is_still_found(require_spin):
+    src = source(WRITER_THEN_READER.replace("cute.arch.sync_threads()\n", "").format(
+        branches=textwrap.indent(MANY_BRANCHES, "")))
+    k = check(src)
+    assert k.verdict == "counterexample"
+    assert {f.code for f in k.findings} == {"CS201"}
