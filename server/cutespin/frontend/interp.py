@@ -1455,6 +1455,17 @@ def h_make_layout(it, args, kwargs, node):
     return Unknown("layout")
 
 
+def h_tiled_divide(it, args, kwargs, node):
+    """`cute.tiled_divide(layout, tiler)` on a folded layout. Only the case the pipelines need is
+    folded: a layout of size 1 (a 1-CTA cluster) divides into modes of size 1 whatever the tiler
+    (a valid tiler of it has size 1), e.g. `cluster_layout_vmnk` = ((1), 1, 1, 1)."""
+    layout = _kw(args, kwargs, 0, "target")
+    if isinstance(layout, Layout) and layout.size() == 1:
+        rank = len(layout.shape) if isinstance(layout.shape, tuple) else 1
+        return Layout((1,) * (rank + 1))
+    return Unknown("layout algebra on a runtime or multi-CTA layout")
+
+
 def h_size(it, args, kwargs, node):
     x = args[0] if args else None
     if isinstance(x, Layout) and "mode" not in kwargs:
@@ -1568,7 +1579,7 @@ CALLS: dict = {
     "arch.alloc_smem": h_alloc_smem, "arch.get_dyn_smem": h_alloc_smem,
     "cute.copy": h_copy, "cute.autovec_copy": h_autovec_copy, "cute.basic_copy": h_autovec_copy,
     "cute.gemm": h_gemm, "cute.make_layout": h_make_layout, "cute.make_ordered_layout": h_make_layout,
-    "cute.size": h_size, "cute.make_tensor": h_make_tensor,
+    "cute.size": h_size, "cute.tiled_divide": h_tiled_divide, "cute.make_tensor": h_make_tensor,
     "cute.nvgpu.cpasync.make_tiled_tma_atom": h_tma_atom, "cute.nvgpu.cpasync.tma_partition": h_tma_partition,
     "cute.printf": h_printf, "cute.print_tensor": h_printf,
     "pipeline.NamedBarrier": h_named_barrier, "pipeline.sync": h_pipeline_sync,

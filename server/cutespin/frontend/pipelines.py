@@ -101,7 +101,7 @@ def group_count(it, agent, size) -> object:
     if size is None:
         size = 1
     if not isinstance(size, int):
-        return Unknown("group size")
+        return Unknown(f"group size: {_why(size)}")
     if name == "Thread":
         return size
     if name == "Warp":
@@ -135,6 +135,23 @@ def h_pipeline_state(it, args, kwargs, node):
     return PipeState(stages, index, phase, count)
 
 
+def _why(v) -> str:
+    return v.why if isinstance(v, Unknown) else type(v).__name__
+
+
+def _create_unknowns(stages, groups: dict) -> str:
+    """Why `create()` cannot be lowered: which of its counts is not known, and why (empty if all are)."""
+    out = []
+    if not isinstance(stages, int):
+        out.append(f"num_stages is not known ({_why(stages)}); pin `stages`")
+    for name, g in groups.items():
+        if not isinstance(g, Group):
+            out.append(f"{name} is not a CooperativeGroup we could follow ({_why(g)})")
+        elif not isinstance(g.count, int):
+            out.append(f"the arrival count of {name} is not known ({_why(g.count)})")
+    return "; ".join(out)
+
+
 def create(it, cls: str, args, kwargs, node):
     """`PipelineX.create(...)`: allocate (or take) the barriers, initialise them, maybe sync."""
     if cls == "PipelineTmaStore":
@@ -149,9 +166,9 @@ def create(it, cls: str, args, kwargs, node):
     stages = kwargs.get("num_stages")
     prod = kwargs.get("producer_group")
     cons = kwargs.get("consumer_group")
-    if not isinstance(stages, int) or not isinstance(prod, Group) or not isinstance(cons, Group) \
-            or not isinstance(prod.count, int) or not isinstance(cons.count, int):
-        it.unmodeled(node, f"{cls}.create", "stages or group sizes are not known; pin them")
+    why = _create_unknowns(stages, {"producer_group": prod, "consumer_group": cons})
+    if why:
+        it.unmodeled(node, f"{cls}.create", why)
         return Unknown("pipeline")
     cluster = it.ctx.cluster
     if cluster > 1 and cls in ("PipelineTmaAsync", "PipelineTmaUmma", "PipelineUmmaAsync", "PipelineAsyncUmma"):
