@@ -457,7 +457,7 @@ class _Converter:
             return ir.MbWait(op.span, self.n.barrier(op.bar), op.parity, self.lanes(op.mask))
         if isinstance(op, I.RawTmaLoad):
             region = self.n.region(op.dst) if op.dst is not None else None
-            nbytes = op.dst.nbytes if op.dst is not None else None
+            nbytes = op.nbytes if op.nbytes is not None else op.dst.nbytes if op.dst is not None else None
             return ir.TmaLoad(op.span, self.n.barrier(op.bar), region, nbytes or 0, self.lanes(op.mask),
                               tx_known=nbytes is not None)
         if isinstance(op, I.RawTmaStore):

@@ -20,7 +20,7 @@ from .discover import ModuleInfo, canonical, qualify
 from .values import _flatten as _flat
 from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, DType, ElectCtx, FlagRead, FuncRef, Gmem, LaneVal, Layout,
-    ModuleRef, NamedBarrierObj, SelfObj, Smem, Storage, TmaAtom, TryWaitResult, Unknown,
+    ModuleRef, NamedBarrierObj, Partial, SelfObj, Smem, Storage, TmaAtom, TryWaitResult, Unknown,
 )
 
 MBARRIER_MAX = (1 << 20) - 1
@@ -62,6 +62,9 @@ class WarpContext:
     trip_bound: int
     discovered: dict  # bound text -> first span (shared across runs)
 
+
+# Library constants that arrival counts are computed from.
+LIBRARY_CONSTANTS = {"arch.WARP_SIZE": 32}
 
 BINOPS = {
     cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
@@ -542,7 +545,7 @@ class KernelInterp:
     def eval_Attribute(self, node):
         q = qualify(node, self.info.aliases)
         if q:
-            return ModuleRef(q)
+            return LIBRARY_CONSTANTS.get(canonical(q), ModuleRef(q))
         base = self.eval(node.value)
         attr = node.attr.value
         if isinstance(base, SelfObj):
@@ -552,7 +555,8 @@ class KernelInterp:
                 return FuncRef(attr, self.methods[attr], bound_self=True)
             return Unknown(f"self.{attr}")
         if isinstance(base, ModuleRef):
-            return ModuleRef(f"{base.qualname}.{attr}")
+            q = f"{base.qualname}.{attr}"
+            return LIBRARY_CONSTANTS.get(canonical(q), ModuleRef(q))
         if isinstance(base, Storage):
             return Smem(alloc=f"{base.key}.{attr}", label=attr, cta=base.cta)
         if isinstance(base, Smem):
@@ -572,10 +576,23 @@ class KernelInterp:
         return Unknown(f"attribute {attr}")
 
     def eval_Tuple(self, node):
-        return tuple(self.eval(e.value) for e in node.elements)
+        return self.eval_elements(node.elements)
 
     def eval_List(self, node):
-        return tuple(self.eval(e.value) for e in node.elements)
+        return self.eval_elements(node.elements)
+
+    def eval_elements(self, elements):
+        """Tuple/list display elements; `*xs` splices a folded sequence (else the whole display is unknown)."""
+        out = []
+        for e in elements:
+            v = self.eval(e.value)
+            if isinstance(e, cst.StarredElement):
+                if not isinstance(v, (tuple, list)):
+                    return Unknown("a display that unpacks a runtime value")
+                out.extend(v)
+            else:
+                out.append(v)
+        return tuple(out)
 
     def eval_Subscript(self, node):
         base = self.eval(node.value)
@@ -767,6 +784,15 @@ class KernelInterp:
             if not isinstance(base, (ModuleRef, SelfObj)):
                 return self.call_method(base, meth, args, kwargs, node)
         target = self.eval(func)
+        return self.call_value(target, func, args, kwargs, node)
+
+    def call_value(self, target, func, args, kwargs, node):
+        """Call what `func` evaluated to (a helper to inline, a library callable, a partial)."""
+        if isinstance(target, Partial):
+            return self.call_value(target.func, func, list(target.args) + list(args),
+                                   {**dict(target.kwargs), **kwargs}, node)
+        if isinstance(target, ModuleRef) and canonical(target.qualname) in ("functools.partial", "partial") and args:
+            return Partial(args[0], tuple(args[1:]), tuple(kwargs.items()))
         if isinstance(target, FuncRef):
             return self.inline(target, args, kwargs, node)
         if isinstance(target, ModuleRef) and target.qualname.endswith(".create") and ".pipeline." in (
@@ -829,6 +855,8 @@ class KernelInterp:
             return base if _view_name(meth) else Unknown(f"{meth} of a tensor")
         if isinstance(base, NamedBarrierObj):
             return self.named_barrier_method(base, meth, node)
+        if meth == "advance_to_next_work" and args and isinstance(args[0], Smem):
+            return P.clc_query(self, args[0], node)
         if isinstance(base, FuncRef):
             return Unknown("method of a function")
         if _view_name(meth):
@@ -1025,6 +1053,7 @@ class RawTmaLoad(ir.Op):
     bar: Smem
     dst: Optional[Smem]
     mask: int
+    nbytes: Optional[int] = None  # bytes completed when not the destination's (a CLC response)
 
 
 @dataclass
@@ -1587,7 +1616,7 @@ CALLS: dict = {
     "pipeline.pipeline_init_arrive": h_init_arrive, "pipeline.pipeline_init_wait": h_init_wait,
     "SmemAllocator": h_allocator, "const_expr": h_const_expr, "print": h_printf,
     "pipeline.CooperativeGroup": P.h_cooperative_group, "pipeline.make_pipeline_state": P.h_make_state,
-    "pipeline.PipelineState": P.h_pipeline_state, "cute.nvgpu.tcgen05.commit": P.h_tcgen05_commit,
+    "pipeline.PipelineState": P.h_pipeline_state, "arch.issue_clc_query": P.h_issue_clc_query, "cute.nvgpu.tcgen05.commit": P.h_tcgen05_commit,
 }
 for _n in ("Int32", "Int64", "Uint32", "Uint64", "Int8", "Int16", "Uint8", "Uint16", "Boolean", "Float32",
            "Float16", "BFloat16", "Float64"):

@@ -24,7 +24,11 @@ CLASSES = {
     "PipelineTmaUmma": ("tma", "elect"),
     "PipelineUmmaAsync": ("elect", "thread"),
     "PipelineAsyncUmma": ("thread", "elect"),
+    # CLC tile scheduler: lanes below the cluster size arm CTA `lane`'s full barrier with the
+    # response bytes; every consumer thread releases on CTA 0's empty barrier.
+    "PipelineClcFetchAsync": ("clc", "cta0"),
 }
+CLC_RESPONSE_BYTES = 16
 SYNC_THREADS_CLASSES = {"PipelineAsync", "PipelineCpAsync", "PipelineOrder"}
 
 
@@ -228,12 +232,25 @@ def _state_arg(it, args, kwargs, node, meth) -> Optional[PipeState]:
     return None
 
 
+def _cluster_peer(it, bar: Smem, rank: int) -> Smem:
+    """`bar` in the shared memory of CTA `rank` of this CTA's cluster (a remote address)."""
+    base = (it.ctx.cta // it.ctx.cluster) * it.ctx.cluster
+    return bar.at(cta=base + rank % it.ctx.cluster, remote=True)
+
+
 def _arrive(it, bar: Smem, style: str, node, tx: object = 0):
     """Arrive on `bar` the way `style` says (see CLASSES)."""
     from .interp import RawArrive, _lowest
 
     span = it.span(node)
-    if style == "thread":
+    if style == "clc":
+        for lane in range(min(it.ctx.cluster, 32)):
+            if it.mask >> lane & 1:
+                it.emit(RawArrive(span, _cluster_peer(it, bar, lane), 1, 1 << lane, "cluster", True, True,
+                                  tx if isinstance(tx, int) else None))
+    elif style == "cta0":
+        it.emit(RawArrive(span, _cluster_peer(it, bar, 0), 1, it.mask, "cluster", True, True, 0))
+    elif style == "thread":
         it.emit(RawArrive(span, bar, 1, it.mask, "cta", False, True, 0))
     elif style in ("elect", "tma"):
         lane = _lowest(it.mask)
@@ -271,7 +288,10 @@ def method(it, pipe, meth: str, args, kwargs, node):
     if meth == "producer_acquire":
         _producer_acquire(it, pipe, st, prod_style, node, token)
     elif meth == "producer_commit":
-        if prod_style in ("thread", "elect"):
+        if prod_style == "clc":
+            it.unmodeled(node, f"{pipe.kind}.producer_commit", "the CLC pipeline is completed by the scheduler's "
+                         "query (advance_to_next_work), not by a commit")
+        elif prod_style in ("thread", "elect"):
             _arrive(it, _bar(pipe.full, st.index), prod_style, node)
     elif meth == "consumer_wait":
         it.emit_wait(_bar(pipe.full, st.index), st.phase, node)
@@ -286,8 +306,8 @@ def method(it, pipe, meth: str, args, kwargs, node):
 
 def _producer_acquire(it, pipe, st: PipeState, style: str, node, token=None):
     it.emit_wait(_bar(pipe.empty, st.index), st.phase, node)
-    if style == "tma":
-        _arrive(it, _bar(pipe.full, st.index), "tma", node, pipe.tx if pipe.tx is not None else Unknown("tx"))
+    if style in ("tma", "clc"):
+        _arrive(it, _bar(pipe.full, st.index), style, node, pipe.tx if pipe.tx is not None else Unknown("tx"))
 
 
 def _producer_tail(it, pipe, st: PipeState, node):
@@ -397,6 +417,29 @@ def state_method(it, st: PipeState, meth: str, args, node):
         return None
     it.unmodeled(node, f"PipelineState.{meth}", "method not modeled")
     return None
+
+
+def clc_query(it, bar, node):
+    """`ClcDynamicPersistentTileScheduler.advance_to_next_work(bar)` (and `issue_clc_query`): one
+    elected lane issues the cluster launch control query; its 16-byte response is multicast to
+    every CTA of the cluster and completes that many transaction bytes on each CTA's `bar`."""
+    from .interp import RawTmaLoad, _lowest
+
+    if not isinstance(bar, Smem):
+        it.unmodeled(node, "CLC query", "the response barrier could not be resolved")
+        return None
+    lane = _lowest(it.mask)
+    if not lane:
+        return None
+    it.elected_lanes.add(lane.bit_length() - 1)
+    for rank in range(it.ctx.cluster):
+        target = _cluster_peer(it, bar, rank) if it.ctx.cluster > 1 else bar
+        it.emit(RawTmaLoad(it.span(node), target, None, lane, nbytes=CLC_RESPONSE_BYTES))
+    return None
+
+
+def h_issue_clc_query(it, args, kwargs, node):
+    return clc_query(it, args[0] if args else kwargs.get("mbar_ptr"), node)
 
 
 def h_tcgen05_commit(it, args, kwargs, node):

@@ -135,6 +135,15 @@ class Layout:
 
 
 @dataclass(frozen=True)
+class Partial:
+    """`functools.partial(func, *args, **kwargs)`: calling it calls `func` with these first."""
+
+    func: Any
+    args: tuple
+    kwargs: tuple  # (name, value) pairs
+
+
+@dataclass(frozen=True)
 class DType:
     name: str
     bits: int
