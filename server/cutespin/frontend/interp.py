@@ -855,6 +855,9 @@ class KernelInterp:
             return base if _view_name(meth) else Unknown(f"{meth} of a tensor")
         if isinstance(base, NamedBarrierObj):
             return self.named_barrier_method(base, meth, node)
+        if isinstance(base, Layout) and meth in ("get_flat_coord", "get_hier_coord") and args and _is_int(args[0]):
+            c = base.coord(int(args[0]))
+            return c if c is not None else Unknown("coordinate in a strided layout")
         if meth == "advance_to_next_work" and args and isinstance(args[0], Smem):
             return P.clc_query(self, args[0], node)
         if isinstance(base, FuncRef):
@@ -1444,8 +1447,9 @@ def h_copy(it: KernelInterp, args, kwargs, node):
         if not isinstance(bar, Smem):
             it.unmodeled(node, "TMA copy", "the transaction barrier could not be resolved")
             return None
-        if kwargs.get("mcast_mask") is not None and it.ctx.cluster > 1:
-            it.unmodeled(node, "TMA multicast", "multicast destinations are not modeled")
+        mcast = kwargs.get("mcast_mask")
+        if mcast is not None and it.ctx.cluster > 1:
+            return _tma_multicast(it, bar, dst, mcast, node)
         it.emit(RawTmaLoad(span, bar, dst if isinstance(dst, Smem) else None, it.mask))
         return None
     if "mbar_ptr" in kwargs:
@@ -1458,6 +1462,27 @@ def h_copy(it: KernelInterp, args, kwargs, node):
         it.access(src, False, node)
     if isinstance(dst, (Smem, Gmem)):
         it.access(dst, True, node)
+    return None
+
+
+def _cluster_ranks(it, mask: int) -> list:
+    return [r for r in range(it.ctx.cluster) if mask >> r & 1]
+
+
+def _tma_multicast(it, bar: Smem, dst, mask, node):
+    """A multicast TMA load: the same tile lands in the shared memory of every CTA in `mask`, and
+    completes its bytes on each of those CTAs' barrier at the same offset."""
+    if not _is_int(mask):
+        it.unmodeled(node, "TMA multicast", "the multicast CTA mask is not known")
+        return None
+    if not isinstance(dst, Smem) or dst.nbytes is None:
+        # Bytes then come from several CTAs' programs: counting copies per CTA would be unsound.
+        it.unmodeled(node, "TMA multicast", "the bytes of the destination tile are not known")
+        return None
+    base = (it.ctx.cta // it.ctx.cluster) * it.ctx.cluster
+    for r in _cluster_ranks(it, int(mask)):
+        cta = base + r
+        it.emit(RawTmaLoad(it.span(node), bar.at(cta=cta, remote=cta != it.ctx.cta), dst.at(cta=cta), it.mask))
     return None
 
 
@@ -1480,8 +1505,26 @@ def h_gemm(it, args, kwargs, node):
 def h_make_layout(it, args, kwargs, node):
     shape = _kw(args, kwargs, 0, "shape")
     if isinstance(shape, int) or isinstance(shape, tuple) and all(_is_int(s) for s in _flat(shape)):
-        return Layout(shape)
+        return Layout(shape, compact=_kw(args, kwargs, 1, "stride") is None)
     return Unknown("layout")
+
+
+def _flat_coord(v) -> Optional[tuple]:
+    if isinstance(v, tuple) and all(_is_int(x) for x in v):
+        return v
+    return None
+
+
+def h_image_mask(it, args, kwargs, node):
+    """`cute.make_layout_image_mask(layout, coord, mode)` and
+    `cpasync.create_tma_multicast_mask(layout, coord, mcast_mode)`: the multicast CTA mask."""
+    layout, coord = _kw(args, kwargs, 0, "lay"), _flat_coord(_kw(args, kwargs, 1, "coord"))
+    mode = kwargs.get("mode", kwargs.get("mcast_mode", args[2] if len(args) > 2 else None))
+    if isinstance(layout, Layout) and coord is not None and _is_int(mode):
+        mask = layout.image_mask(coord, int(mode))
+        if mask is not None:
+            return mask
+    return Unknown("multicast mask of a layout that did not fold")
 
 
 def h_tiled_divide(it, args, kwargs, node):
@@ -1608,7 +1651,8 @@ CALLS: dict = {
     "arch.alloc_smem": h_alloc_smem, "arch.get_dyn_smem": h_alloc_smem,
     "cute.copy": h_copy, "cute.autovec_copy": h_autovec_copy, "cute.basic_copy": h_autovec_copy,
     "cute.gemm": h_gemm, "cute.make_layout": h_make_layout, "cute.make_ordered_layout": h_make_layout,
-    "cute.size": h_size, "cute.tiled_divide": h_tiled_divide, "cute.make_tensor": h_make_tensor,
+    "cute.size": h_size, "cute.tiled_divide": h_tiled_divide, "cute.make_layout_image_mask": h_image_mask,
+    "cute.nvgpu.cpasync.create_tma_multicast_mask": h_image_mask, "cute.make_tensor": h_make_tensor,
     "cute.nvgpu.cpasync.make_tiled_tma_atom": h_tma_atom, "cute.nvgpu.cpasync.tma_partition": h_tma_partition,
     "cute.printf": h_printf, "cute.print_tensor": h_printf,
     "pipeline.NamedBarrier": h_named_barrier, "pipeline.sync": h_pipeline_sync,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .. import ir
-from .values import LaneVal, ModuleRef, Smem, Unknown
+from .values import LaneVal, Layout, ModuleRef, Smem, Unknown
 
 # Which classes we model, and how each side signals. "thread": every calling thread arrives;
 # "elect": one elected lane per warp arrives (tcgen05.commit or elect_one); "tma": the producer
@@ -48,6 +48,11 @@ class Pipeline:
     tx: object  # int, None (unknown bytes) or 0
     cluster: int
     create_line: int
+    # Multi-CTA clusters: this CTA's (v, m, n, l) coordinate in `cta_layout_vmnk` and the CTAs its
+    # consumer releases reach (None: every signal is local, as in a 1-CTA cluster).
+    coord: Optional[tuple] = None
+    layout: Optional[Layout] = None
+    mcast_mode: tuple = (1, 1)
 
 
 @dataclass(frozen=True)
@@ -175,9 +180,14 @@ def create(it, cls: str, args, kwargs, node):
         it.unmodeled(node, f"{cls}.create", why)
         return Unknown("pipeline")
     cluster = it.ctx.cluster
-    if cluster > 1 and cls in ("PipelineTmaAsync", "PipelineTmaUmma", "PipelineUmmaAsync", "PipelineAsyncUmma"):
-        it.unmodeled(node, f"{cls}.create", "multicast signalling across a cluster is not modeled yet")
-        return Unknown("pipeline")
+    layout, coord, mode = None, None, (1, 1)
+    if cluster > 1 and cls in MULTICAST_CLASSES:
+        got = _cluster_layout(it, cls, kwargs, node)
+        if got is None:
+            return Unknown("pipeline")
+        layout, coord, mode = got
+        if cls == "PipelineTmaAsync" and layout is not None and kwargs.get("enable_multicast_signaling") is True:
+            cons = Group(_mcast_size(layout, mode) * (cons.count // 32))
     storage = kwargs.get("barrier_storage")
     line = it.span(node).line
     if storage is None:
@@ -190,7 +200,8 @@ def create(it, cls: str, args, kwargs, node):
     empty = storage.at(label=f"{label}.empty", offset=storage.offset + stages, stage=None,
                        label_base=storage.offset + stages)
     tx = kwargs.get("tx_count", 0)
-    pipe = Pipeline(cls, full, empty, stages, tx if isinstance(tx, int) else None, cluster, line)
+    pipe = Pipeline(cls, full, empty, stages, tx if isinstance(tx, int) else None, cluster, line,
+                    coord, layout, mode)
     _init_barriers(it, pipe, prod.count, cons.count, node)
     if kwargs.get("defer_sync") is not True:
         it.emit(ir.MbInitFence(it.span(node)))
@@ -200,6 +211,47 @@ def create(it, cls: str, args, kwargs, node):
             it.emit(ir.ClusterArrive(it.span(node), relaxed=True))
             it.emit(ir.ClusterWait(it.span(node)))
     return pipe
+
+
+MULTICAST_CLASSES = ("PipelineTmaAsync", "PipelineTmaUmma", "PipelineUmmaAsync", "PipelineAsyncUmma")
+
+
+def _cluster_layout(it, cls, kwargs, node):
+    """The cluster as `create()` sees it: (layout, this CTA's coordinate, mcast_mode_mn), with
+    layout None when the pipeline signals locally only (no `cta_layout_vmnk`: the library then
+    treats the cluster as one CTA). None (after reporting) when it cannot be followed."""
+    layout = kwargs.get("cta_layout_vmnk")
+    mode = kwargs.get("mcast_mode_mn", (1, 1))
+    if layout is None:
+        return None, None, (1, 1)
+    sizes = layout.mode_sizes() if isinstance(layout, Layout) else None
+    if sizes is None or len(sizes) != 4 or layout.size() != it.ctx.cluster:
+        it.unmodeled(node, f"{cls}.create", "cta_layout_vmnk did not fold to a (V, M, N, L) layout of the "
+                     "cluster's size; multicast signalling needs each CTA's coordinate")
+        return None
+    if sizes[0] != 1:
+        it.unmodeled(node, f"{cls}.create", "2-CTA (cta_group::2) UMMA pairs (V = 2) are not modeled yet")
+        return None
+    if not (isinstance(mode, tuple) and len(mode) == 2 and all(isinstance(x, int) for x in mode)):
+        it.unmodeled(node, f"{cls}.create", "mcast_mode_mn is not known")
+        return None
+    return layout, layout.coord(it.ctx.cta % it.ctx.cluster), mode
+
+
+def _partners(layout: Layout, coord: tuple, mode: tuple) -> int:
+    """CTAs that multicast to this one (and that it signals back): same M row when mode m is on
+    (A is multicast along N), same N column when mode n is on (mask modes 2 and 1)."""
+    mask = 0
+    if mode[0]:
+        mask |= layout.image_mask(coord, 2)
+    if mode[1]:
+        mask |= layout.image_mask(coord, 1)
+    return mask
+
+
+def _mcast_size(layout: Layout, mode: tuple) -> int:
+    sizes = layout.mode_sizes()
+    return (sizes[2] if mode[0] else 0) + (sizes[1] if mode[1] else 0) - (1 if mode[0] and mode[1] else 0)
 
 
 def _init_barriers(it, pipe: Pipeline, prod: int, cons: int, node):
@@ -236,6 +288,29 @@ def _cluster_peer(it, bar: Smem, rank: int) -> Smem:
     """`bar` in the shared memory of CTA `rank` of this CTA's cluster (a remote address)."""
     base = (it.ctx.cta // it.ctx.cluster) * it.ctx.cluster
     return bar.at(cta=base + rank % it.ctx.cluster, remote=True)
+
+
+def _release(it, pipe: Pipeline, bar: Smem, style: str, node):
+    """`consumer_release`: in a multi-CTA cluster the TMA pipelines signal every multicast partner."""
+    from .interp import RawArrive, _lowest
+
+    if pipe.layout is None or pipe.kind not in ("PipelineTmaAsync", "PipelineTmaUmma"):
+        _arrive(it, bar, style, node)
+        return
+    span = it.span(node)
+    partners = _partners(pipe.layout, pipe.coord, pipe.mcast_mode)
+    if pipe.kind == "PipelineTmaAsync":
+        # Lane d of each warp (d < cluster size) arrives on partner CTA d's barrier.
+        for lane in range(min(it.ctx.cluster, 32)):
+            if it.mask >> lane & 1 and partners >> lane & 1:
+                it.emit(RawArrive(span, _cluster_peer(it, bar, lane), 1, 1 << lane, "cluster", True, True, 0))
+        return
+    # PipelineTmaUmma: one elected tcgen05.commit with the multicast mask arrives on each partner.
+    lane = _lowest(it.mask)
+    it.elected_lanes.add(lane.bit_length() - 1)
+    for rank in range(it.ctx.cluster):
+        if partners >> rank & 1:
+            it.emit(RawArrive(span, _cluster_peer(it, bar, rank), 1, lane, "cluster", True, True, 0))
 
 
 def _arrive(it, bar: Smem, style: str, node, tx: object = 0):
@@ -296,7 +371,7 @@ def method(it, pipe, meth: str, args, kwargs, node):
     elif meth == "consumer_wait":
         it.emit_wait(_bar(pipe.full, st.index), st.phase, node)
     elif meth == "consumer_release":
-        _arrive(it, _bar(pipe.empty, st.index), cons_style, node)
+        _release(it, pipe, _bar(pipe.empty, st.index), cons_style, node)
     elif meth == "producer_tail":
         _producer_tail(it, pipe, st, node)
     else:
@@ -377,7 +452,7 @@ def handle_method(it, h: Handle, meth: str, node):
             _arrive(it, _bar(h.pipe.full, h.index), prod_style, node)
         return None
     if meth == "release" and h.side == "consumer":
-        _arrive(it, _bar(h.pipe.empty, h.index), cons_style, node)
+        _release(it, h.pipe, _bar(h.pipe.empty, h.index), cons_style, node)
         return None
     it.unmodeled(node, f"handle.{meth}", "method not modeled")
     return None
@@ -447,11 +522,23 @@ def h_tcgen05_commit(it, args, kwargs, node):
     from .interp import RawArrive
 
     bar = args[0] if args else kwargs.get("mbar_ptr")
-    if kwargs.get("mask") is not None or len(args) > 1 and args[1] is not None:
-        it.unmodeled(node, "tcgen05.commit(mask=...)", "multicast commits are not modeled yet")
-        return None
+    mask = kwargs.get("mask", args[1] if len(args) > 1 else None)
     if not isinstance(bar, Smem):
         it.unmodeled(node, "tcgen05.commit", "the barrier could not be resolved")
         return None
-    it.emit(RawArrive(it.span(node), bar, 1, it.mask, "cta", False, True, 0))
+    if mask is None:
+        it.emit(RawArrive(it.span(node), bar, 1, it.mask, "cta", False, True, 0))
+        return None
+    if not isinstance(mask, int) or isinstance(mask, bool):
+        it.unmodeled(node, "tcgen05.commit(mask=...)", "the multicast CTA mask is not known")
+        return None
+    if kwargs.get("cta_group") is not None and _tail_name(kwargs.get("cta_group")) == "TWO":
+        it.unmodeled(node, "tcgen05.commit(cta_group=TWO)", "2-CTA (cta_group::2) UMMA pairs are not modeled yet")
+        return None
+    # Multicast commit: one arrive on the barrier at the same offset in every CTA of the mask.
+    for rank in range(max(it.ctx.cluster, 1)):
+        if mask >> rank & 1:
+            target = _cluster_peer(it, bar, rank) if it.ctx.cluster > 1 else bar
+            it.emit(RawArrive(it.span(node), target, 1, it.mask, "cluster" if target.remote else "cta",
+                              target.remote, True, 0))
     return None
