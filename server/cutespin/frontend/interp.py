@@ -821,7 +821,7 @@ class KernelInterp:
         return Unknown(f"result of {name or 'call'}")
 
     def call_method(self, base, meth, args, kwargs, node):
-        if isinstance(base, (P.Pipeline, P.TmaStorePipeline)):
+        if isinstance(base, (P.Pipeline, P.TmaStorePipeline, P.OrderPipeline)):
             return P.method(self, base, meth, args, kwargs, node)
         if isinstance(base, P.PipeState):
             return P.state_method(self, base, meth, args, node)

@@ -55,6 +55,18 @@ class Pipeline:
     mcast_mode: tuple = (1, 1)
 
 
+@dataclass
+class OrderPipeline:
+    """`PipelineOrder`: a token ring among `length` groups over `depth` stages; this warp's group
+    waits on bar[index*length + group_id] and passes the token on bar[index*length + group_id + 1]."""
+
+    bars: Smem
+    depth: int
+    length: int
+    group_id: int
+    state: "PipeState"
+
+
 @dataclass(frozen=True)
 class TmaStorePipeline:
     stages: int
@@ -169,6 +181,8 @@ def create(it, cls: str, args, kwargs, node):
             it.unmodeled(node, "PipelineTmaStore.create", "num_stages is not known")
             return Unknown("pipeline")
         return TmaStorePipeline(s)
+    if cls == "PipelineOrder":
+        return _create_order(it, kwargs, node)
     if cls not in CLASSES:
         it.unmodeled(node, f"{cls}.create", "this pipeline class is not modeled yet")
         return Unknown("pipeline")
@@ -211,6 +225,58 @@ def create(it, cls: str, args, kwargs, node):
             it.emit(ir.ClusterArrive(it.span(node), relaxed=True))
             it.emit(ir.ClusterWait(it.span(node)))
     return pipe
+
+
+def _create_order(it, kwargs, node):
+    depth, length, gid = kwargs.get("depth"), kwargs.get("length"), kwargs.get("group_id")
+    prod = kwargs.get("producer_group")
+    why = _create_unknowns(depth, {"producer_group": prod})
+    if not why and not (isinstance(length, int) and isinstance(gid, int) and length > 0):
+        why = "length or group_id is not known"
+    if why:
+        it.unmodeled(node, "PipelineOrder.create", why)
+        return Unknown("pipeline")
+    line = it.span(node).line
+    storage = kwargs.get("barrier_storage")
+    if storage is None:
+        storage = Smem(alloc=f"reserved@{line}", label=it.assign_name or "order", cta=it.ctx.cta)
+    if not isinstance(storage, Smem):
+        it.unmodeled(node, "PipelineOrder.create", "barrier_storage could not be resolved")
+        return Unknown("pipeline")
+    bars = storage.at(label=f"{it.assign_name or 'order'}.bar", stage=None, label_base=storage.offset)
+    if it.ctx.warp == 0:
+        from .interp import RawInit, _lowest
+        saved = it.mask
+        it.mask = _lowest(it.mask)
+        it.elected_lanes.add(it.mask.bit_length() - 1)
+        for i in range(depth * length):
+            it.emit(RawInit(it.span(node), _bar(bars, i), prod.count))
+        it.mask = saved
+    if kwargs.get("defer_sync") is not True:
+        it.emit(ir.MbInitFence(it.span(node)))
+        it.emit_named(0, None, True, node)
+    return OrderPipeline(bars, depth, length, gid, PipeState(depth, 0, 1 if gid == 0 else 0, 0))
+
+
+def order_method(it, pipe: OrderPipeline, meth: str, args, kwargs, node):
+    st = kwargs.get("state", args[0] if args else None)
+    st = st if isinstance(st, PipeState) else pipe.state
+    if meth == "wait":
+        slot = st.index * pipe.length + pipe.group_id
+    elif meth == "arrive":
+        slot = st.index * pipe.length + (pipe.group_id + 1) % pipe.length
+    else:
+        it.unmodeled(node, f"PipelineOrder.{meth}", "method not modeled")
+        return None
+    if not 0 <= slot < pipe.depth * pipe.length:
+        it.unmodeled(node, f"PipelineOrder.{meth}", f"group_id {pipe.group_id} selects no barrier of the ring")
+        return None
+    if meth == "wait":
+        it.emit_wait(_bar(pipe.bars, slot), st.phase, node)
+    else:
+        _arrive(it, _bar(pipe.bars, slot), "thread", node)
+        st.advance()
+    return None
 
 
 MULTICAST_CLASSES = ("PipelineTmaAsync", "PipelineTmaUmma", "PipelineUmmaAsync", "PipelineAsyncUmma")
@@ -339,6 +405,8 @@ def _arrive(it, bar: Smem, style: str, node, tx: object = 0):
 
 
 def method(it, pipe, meth: str, args, kwargs, node):
+    if isinstance(pipe, OrderPipeline):
+        return order_method(it, pipe, meth, args, kwargs, node)
     if isinstance(pipe, TmaStorePipeline):
         return _tma_store_method(it, pipe, meth, node)
     prod_style, cons_style = CLASSES[pipe.kind]
