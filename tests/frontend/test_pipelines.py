@@ -243,3 +243,88 @@ pipe = pipeline.PipelineAsync.create(num_stages=self.num_ab_stage,
     m3 = build_models(src3, "k.py", Settings())[0]
     assert [u.construct for u in m3.unmodeled] == ["PipelineAsync.create"]
     assert "consumer_group" in m3.unmodeled[0].why and "layout" in m3.unmodeled[0].why
+
+
+UMMA_CLUSTER_BODY = """\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+layout = cute.make_layout({vmnk})
+pipe = pipeline.PipelineTmaUmma.create(
+    num_stages=1,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 3),
+    tx_count=64,
+    barrier_storage=bars,
+    cta_layout_vmnk=layout,
+)
+if warp_idx == 1:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1)
+    pipe.consumer_wait(st)
+    pipe.consumer_release(st)
+"""
+
+
+def test_tma_umma_release_commits_to_every_cta_in_the_row_and_column():
+    # Cluster 2 x 2: CTA 3 = (m 1, n 1) is reached by the A multicast of its row (CTA 2) and the
+    # B multicast of its column (CTA 1): its one commit arrives on CTAs 1, 2 and 3.
+    m = build_models(kernel_source(UMMA_CLUSTER_BODY.format(vmnk="(1, 2, 2, 1)"), cluster="(2, 2, 1)"), "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    w1 = next(p for p in m.processes if p.cta == 3 and p.warp == 1).variants[0]
+    release = [o for o in w1 if isinstance(o, ir.MbArrive)]
+    assert sorted(o.bar.cta for o in release) == [1, 2, 3]
+    assert all(o.count == 1 for o in release)  # one elected lane per commit
+
+
+def test_two_cta_umma_pairs_are_reported():
+    m = build_models(kernel_source(UMMA_CLUSTER_BODY.format(vmnk="(2, 2, 1, 1)"),
+                                   cluster="(4, 1, 1)"), "k.py", Settings())[0]
+    assert [(u.construct, "2-CTA" in u.why) for u in m.unmodeled] == [("PipelineTmaUmma.create", True)]
+
+
+def test_multicast_commit_and_tma_multicast_reach_every_cta_in_the_mask():
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+buf = smem.allocate_tensor(cutlass.Float16, cute.make_layout((64, 64), stride=(64, 1)), byte_alignment=128)
+layout = cute.make_layout((2, 1, 1))
+mask = cute.make_layout_image_mask(layout, layout.get_flat_coord(cute.arch.block_idx_in_cluster()), mode=0)
+cute.nvgpu.tcgen05.commit(bars, mask, cute.nvgpu.tcgen05.CtaGroup.ONE)
+cute.copy(tma_atom, mA, buf, tma_bar_ptr=bars, mcast_mask=mask)
+""", cluster="(2, 1, 1)")
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    ops = next(p for p in m.processes if p.cta == 1 and p.warp == 0).variants[0]
+    assert sorted(o.bar.cta for o in ops if isinstance(o, ir.MbArrive)) == [0, 1]
+    assert sorted(o.bar.cta for o in ops if isinstance(o, ir.TmaLoad)) == [0, 1]
+    assert all(o.tx == 64 * 64 * 2 for o in ops if isinstance(o, ir.TmaLoad))
+
+
+def test_unknown_multicast_mask_is_reported():
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+cute.nvgpu.tcgen05.commit(bars, mA.mask)
+""", cluster="(2, 1, 1)")
+    m = build_models(src, "k.py", Settings())[0]
+    assert [u.construct for u in m.unmodeled] == ["tcgen05.commit(mask=...)"]
+
+
+def test_pipeline_order_is_a_token_ring():
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+order = pipeline.PipelineOrder.create(barrier_storage=bars, depth=1, length=2, group_id=warp_idx,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32))
+order.wait()
+order.arrive()
+order.wait()
+""")
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    ops = {p.warp: summary(p.variants[0]) for p in m.processes}
+    assert ops[0] == [("init", "order.bar", 32), ("init", "order.bar[1]", 32), ("sync",),
+                      ("wait", "order.bar", 1), ("arrive", "order.bar[1]", 32, 0), ("wait", "order.bar", 0)]
+    assert ops[1] == [("sync",), ("wait", "order.bar[1]", 0), ("arrive", "order.bar", 32, 0),
+                      ("wait", "order.bar[1]", 1)]
