@@ -27,6 +27,9 @@ CLASSES = {
     # CLC tile scheduler: lanes below the cluster size arm CTA `lane`'s full barrier with the
     # response bytes; every consumer thread releases on CTA 0's empty barrier.
     "PipelineClcFetchAsync": ("clc", "cta0"),
+    # Two consumer groups share `empty`: a UMMA group (one commit per warp, the default release)
+    # and an AsyncThread group (`consumer_release(st, PipelineOp.AsyncThread)`).
+    "PipelineTmaMultiConsumersAsync": ("tma", "elect"),
 }
 CLC_RESPONSE_BYTES = 16
 SYNC_THREADS_CLASSES = {"PipelineAsync", "PipelineCpAsync", "PipelineOrder"}
@@ -37,6 +40,7 @@ class Group:
     """`CooperativeGroup(agent, size)`: the arrival count it initialises a barrier with."""
 
     count: object  # int or Unknown
+    agent: str = ""
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,7 @@ class Pipeline:
     coord: Optional[tuple] = None
     layout: Optional[Layout] = None
     mcast_mode: tuple = (1, 1)
+    async_release: str = "signal"  # PipelineTmaMultiConsumersAsync's AsyncThread release style
 
 
 @dataclass
@@ -135,7 +140,7 @@ def group_count(it, agent, size) -> object:
 def h_cooperative_group(it, args, kwargs, node):
     agent = kwargs.get("agent", args[0] if args else None)
     size = kwargs.get("size", args[1] if len(args) > 1 else None)
-    return Group(group_count(it, agent, size))
+    return Group(group_count(it, agent, size), _tail_name(agent))
 
 
 def h_make_state(it, args, kwargs, node):
@@ -189,6 +194,23 @@ def create(it, cls: str, args, kwargs, node):
     stages = kwargs.get("num_stages")
     prod = kwargs.get("producer_group")
     cons = kwargs.get("consumer_group")
+    async_release = "signal"
+    if cls == "PipelineTmaMultiConsumersAsync":
+        umma, asyn = kwargs.get("consumer_group_umma"), kwargs.get("consumer_group_async")
+        why = _create_unknowns(stages, {"producer_group": prod, "consumer_group_umma": umma,
+                                        "consumer_group_async": asyn})
+        if not why and it.ctx.cluster > 1:
+            why = "multi-CTA clusters are not modeled for this class yet"
+        if why:
+            it.unmodeled(node, f"{cls}.create", why)
+            return Unknown("pipeline")
+        cons = Group(umma.count + asyn.count, umma.agent)
+        # The library's legacy path: every lane of the async group arrives when forced, or when the
+        # group is counted in threads (Agent.Thread with a multiple of 32).
+        force = kwargs.get("force_deprecated_per_lane_signaling")
+        per_lane = force is True or force is None and any(
+            g.agent == "Thread" and g.count % 32 == 0 for g in (umma, asyn))
+        async_release = "thread" if per_lane else "signal"
     why = _create_unknowns(stages, {"producer_group": prod, "consumer_group": cons})
     if why:
         it.unmodeled(node, f"{cls}.create", why)
@@ -215,7 +237,7 @@ def create(it, cls: str, args, kwargs, node):
                        label_base=storage.offset + stages)
     tx = kwargs.get("tx_count", 0)
     pipe = Pipeline(cls, full, empty, stages, tx if isinstance(tx, int) else None, cluster, line,
-                    coord, layout, mode)
+                    coord, layout, mode, async_release)
     _init_barriers(it, pipe, prod.count, cons.count, node)
     if kwargs.get("defer_sync") is not True:
         it.emit(ir.MbInitFence(it.span(node)))
@@ -439,7 +461,10 @@ def method(it, pipe, meth: str, args, kwargs, node):
     elif meth == "consumer_wait":
         it.emit_wait(_bar(pipe.full, st.index), st.phase, node)
     elif meth == "consumer_release":
-        _release(it, pipe, _bar(pipe.empty, st.index), cons_style, node)
+        op = _tail_name(kwargs.get("op_type", args[1] if len(args) > 1 else None))
+        style = pipe.async_release if pipe.kind == "PipelineTmaMultiConsumersAsync" and op == "AsyncThread" \
+            else cons_style
+        _release(it, pipe, _bar(pipe.empty, st.index), style, node)
     elif meth == "producer_tail":
         _producer_tail(it, pipe, st, node)
     else:
