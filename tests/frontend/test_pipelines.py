@@ -141,7 +141,7 @@ if cute.arch.warp_idx() == 0:
 
 def test_unknown_stage_count_is_unmodeled_not_guessed():
     src = kernel_source("""\
-pipe = pipeline.PipelineAsync.create(num_stages=self.stages, producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+pipe = pipeline.PipelineAsync.create(num_stages=cute.size(mA, mode=[0]), producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
     consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread))
 """)
     m = build_models(src, "k.py", Settings())[0]
@@ -328,3 +328,14 @@ order.wait()
                       ("wait", "order.bar", 1), ("arrive", "order.bar[1]", 32, 0), ("wait", "order.bar", 0)]
     assert ops[1] == [("sync",), ("wait", "order.bar[1]", 0), ("arrive", "order.bar", 32, 0),
                       ("wait", "order.bar[1]", 1)]
+
+
+def test_stage_count_set_by_a_base_class_elsewhere_gets_the_default():
+    src = kernel_source("""\
+pipe = pipeline.PipelineAsync.create(num_stages=self.num_stages,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread))
+""")
+    m, counts = _counts(src)
+    assert len(counts) == 4  # 2 stages x (full, empty)
+    assert any("self.num_stages not foldable: assumed 2" in a for a in m.assumptions)

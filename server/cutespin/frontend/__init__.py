@@ -142,7 +142,25 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
                 self_obj.attrs[attr] = val
     for attr in assigned:
         self_obj.attrs.setdefault(attr, Unknown(f"self.{attr}"))
+    # Stage counts a base class in another module sets (`self.num_stages`): unknown here, so that
+    # the `stages` pin or the default stage count applies to them like to the class's own.
+    for attr in _self_attribute_reads(site.cls):
+        if _is_stage_count_name(attr):
+            self_obj.attrs.setdefault(attr, Unknown(f"self.{attr} (set outside this class)"))
     return self_obj
+
+
+def _self_attribute_reads(cls) -> set:
+    names: set = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute):
+            if isinstance(node.value, cst.Name) and node.value.value == "self":
+                names.add(node.attr.value)
+
+    if cls is not None:
+        cls.visit(V())
+    return names
 
 
 SHAPE_PINS = ("stages", "loop", "block", "cluster", "grid")
