@@ -141,8 +141,201 @@ if cute.arch.warp_idx() == 0:
 
 def test_unknown_stage_count_is_unmodeled_not_guessed():
     src = kernel_source("""\
-pipe = pipeline.PipelineAsync.create(num_stages=self.stages, producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+pipe = pipeline.PipelineAsync.create(num_stages=cute.size(mA, mode=[0]), producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
     consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread))
 """)
     m = build_models(src, "k.py", Settings())[0]
     assert [u.construct for u in m.unmodeled] == ["PipelineAsync.create"]
+
+
+CLC_BODY = """\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+pipe = pipeline.PipelineClcFetchAsync.create(
+    num_stages=1,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 64),
+    tx_count=16,
+    barrier_storage=bars,
+)
+sched = cutlass.utils.ClcDynamicPersistentTileScheduler.create(mA, cute.arch.block_idx(), cute.arch.grid_dim(), mA)
+cst = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1)
+if warp_idx == 0:
+    pst = pipeline.make_pipeline_state(pipeline.PipelineUserType.ProducerConsumer, 1)
+    pipe.producer_acquire(pst)
+    sched.advance_to_next_work(pipe.producer_get_barrier(pst))
+pipe.consumer_wait(cst)
+pipe.consumer_release(cst)
+"""
+
+
+def test_clc_fetch_async_arms_the_response_bytes_and_releases_on_cta0():
+    m = build_models(kernel_source(CLC_BODY), "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    ops = {p.warp: p.variants[0] for p in m.processes}
+    assert summary(ops[0])[3:] == [
+        ("wait", "pipe.empty[0]", 1), ("arrive", "pipe.full", 1, 16),  # lane 0 (< cluster size) arms
+        ("wait", "pipe.full", 0), ("arrive", "pipe.empty[0]", 32, 0)]  # every thread releases
+    query = [o for o in ops[0] if isinstance(o, ir.TmaLoad)]
+    assert len(query) == 1 and query[0].tx == 16 and query[0].bar.name.startswith("pipe.full")
+    assert summary(ops[1]) == [("sync",), ("wait", "pipe.full", 0), ("arrive", "pipe.empty[0]", 32, 0)]
+
+
+def test_clc_fetch_async_in_a_cluster_multicasts_the_response_and_releases_remotely():
+    m = build_models(kernel_source(CLC_BODY, cluster="(2, 1, 1)"), "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    cta1_w1 = next(p for p in m.processes if p.cta == 1 and p.warp == 1).variants[0]
+    release = [o for o in cta1_w1 if isinstance(o, ir.MbArrive)]
+    assert [(o.bar.cta, o.remote) for o in release] == [(0, True)]  # CTA 0's empty barrier
+    cta0_w0 = next(p for p in m.processes if p.cta == 0 and p.warp == 0).variants[0]
+    assert sorted(o.bar.cta for o in cta0_w0 if isinstance(o, ir.TmaLoad)) == [0, 1]
+    armed = [o for o in cta0_w0 if isinstance(o, ir.MbArrive) and o.tx]
+    assert sorted(o.bar.cta for o in armed) == [0, 1]  # lanes 0 and 1 arm CTA 0 and CTA 1
+
+
+def test_clc_producer_commit_is_reported_not_guessed():
+    src = kernel_source(CLC_BODY.replace("sched.advance_to_next_work(pipe.producer_get_barrier(pst))",
+                                         "pipe.producer_commit(pst)"))
+    m = build_models(src, "k.py", Settings())[0]
+    assert [u.construct for u in m.unmodeled] == ["PipelineClcFetchAsync.producer_commit"]
+
+
+def _counts(src):
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    return m, [o.count for o in m.processes[0].variants[0] if isinstance(o, ir.MbInit)]
+
+
+def test_groups_through_functools_partial_warp_size_and_starred_tuples():
+    src = kernel_source("""\
+G = partial(pipeline.CooperativeGroup, pipeline.Agent.Thread)
+pipe = pipeline.PipelineAsync.create(num_stages=1,
+    producer_group=G(cute.arch.WARP_SIZE * len(self.load_warps)),
+    consumer_group=G(32 * len((self.sched_warp, *self.load_warps))))
+""", init="self.load_warps = (0, 1)\nself.sched_warp = 2")
+    src = src.replace("import cutlass\n", "import cutlass\nfrom functools import partial\n", 1)
+    assert _counts(src)[1] == [64, 96]
+
+
+def test_cluster_shape_argument_is_the_pinned_shape_or_one_cta():
+    body = """\
+layout = cute.tiled_divide(cute.make_layout((*self.cluster_shape_mn, 1)), (self.thr_id.shape,))
+peers = cute.size(layout.shape[1]) + cute.size(layout.shape[2]) - 1
+pipe = pipeline.PipelineAsync.create(num_stages=self.num_ab_stage,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, peers))
+"""
+    init = "self.cluster_shape_mn = cluster_shape_mn\nself.num_acc_stage, self.num_ab_stage = self._stages(cluster_shape_mn)"
+    extra = "def _stages(self, c):\n    return 1, 3\n"
+    src = kernel_source(body, init=init, extra_class=extra).replace(
+        "def __init__(self):", "def __init__(self, cluster_shape_mn):")
+    m, counts = _counts(src)
+    assert counts == [1, 1, 1, 1, 1, 1]  # 3 stages folded from the unpacked call; 1 multicast peer
+    assert any("cluster_shape_mn not known: assumed (1, 1)" in a for a in m.assumptions)
+    # An unpacked stage count that does not fold gets the default like any other stage count.
+    src2 = src.replace("return 1, 3", "return 1, runtime_value()")
+    m2, counts2 = _counts(src2)
+    assert len(counts2) == 4 and any("self.num_ab_stage" in a for a in m2.assumptions)
+    # With the cluster pinned to 2 CTAs the argument takes that shape; the multi-CTA layout
+    # algebra is not folded, and the create() says which count it could not compute.
+    src3 = src.replace("    @cute.kernel", "    # cutespin: cluster=(2,1)\n    @cute.kernel")
+    m3 = build_models(src3, "k.py", Settings())[0]
+    assert [u.construct for u in m3.unmodeled] == ["PipelineAsync.create"]
+    assert "consumer_group" in m3.unmodeled[0].why and "layout" in m3.unmodeled[0].why
+
+
+UMMA_CLUSTER_BODY = """\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+layout = cute.make_layout({vmnk})
+pipe = pipeline.PipelineTmaUmma.create(
+    num_stages=1,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 3),
+    tx_count=64,
+    barrier_storage=bars,
+    cta_layout_vmnk=layout,
+)
+if warp_idx == 1:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1)
+    pipe.consumer_wait(st)
+    pipe.consumer_release(st)
+"""
+
+
+def test_tma_umma_release_commits_to_every_cta_in_the_row_and_column():
+    # Cluster 2 x 2: CTA 3 = (m 1, n 1) is reached by the A multicast of its row (CTA 2) and the
+    # B multicast of its column (CTA 1): its one commit arrives on CTAs 1, 2 and 3.
+    m = build_models(kernel_source(UMMA_CLUSTER_BODY.format(vmnk="(1, 2, 2, 1)"), cluster="(2, 2, 1)"), "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    w1 = next(p for p in m.processes if p.cta == 3 and p.warp == 1).variants[0]
+    release = [o for o in w1 if isinstance(o, ir.MbArrive)]
+    assert sorted(o.bar.cta for o in release) == [1, 2, 3]
+    assert all(o.count == 1 for o in release)  # one elected lane per commit
+
+
+def test_two_cta_umma_pairs_are_reported():
+    m = build_models(kernel_source(UMMA_CLUSTER_BODY.format(vmnk="(2, 2, 1, 1)"),
+                                   cluster="(4, 1, 1)"), "k.py", Settings())[0]
+    assert [(u.construct, "2-CTA" in u.why) for u in m.unmodeled] == [("PipelineTmaUmma.create", True)]
+
+
+def test_multicast_commit_and_tma_multicast_reach_every_cta_in_the_mask():
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+buf = smem.allocate_tensor(cutlass.Float16, cute.make_layout((64, 64), stride=(64, 1)), byte_alignment=128)
+layout = cute.make_layout((2, 1, 1))
+mask = cute.make_layout_image_mask(layout, layout.get_flat_coord(cute.arch.block_idx_in_cluster()), mode=0)
+cute.nvgpu.tcgen05.commit(bars, mask, cute.nvgpu.tcgen05.CtaGroup.ONE)
+cute.copy(tma_atom, mA, buf, tma_bar_ptr=bars, mcast_mask=mask)
+""", cluster="(2, 1, 1)")
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    ops = next(p for p in m.processes if p.cta == 1 and p.warp == 0).variants[0]
+    assert sorted(o.bar.cta for o in ops if isinstance(o, ir.MbArrive)) == [0, 1]
+    assert sorted(o.bar.cta for o in ops if isinstance(o, ir.TmaLoad)) == [0, 1]
+    assert all(o.tx == 64 * 64 * 2 for o in ops if isinstance(o, ir.TmaLoad))
+
+
+def test_unknown_multicast_mask_is_reported():
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+cute.nvgpu.tcgen05.commit(bars, mA.mask)
+""", cluster="(2, 1, 1)")
+    m = build_models(src, "k.py", Settings())[0]
+    assert [u.construct for u in m.unmodeled] == ["tcgen05.commit(mask=...)"]
+
+
+def test_pipeline_order_is_a_token_ring():
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+order = pipeline.PipelineOrder.create(barrier_storage=bars, depth=1, length=2, group_id=warp_idx,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32))
+order.wait()
+order.arrive()
+order.wait()
+""")
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    ops = {p.warp: summary(p.variants[0]) for p in m.processes}
+    assert ops[0] == [("init", "order.bar", 32), ("init", "order.bar[1]", 32), ("sync",),
+                      ("wait", "order.bar", 1), ("arrive", "order.bar[1]", 32, 0), ("wait", "order.bar", 0)]
+    assert ops[1] == [("sync",), ("wait", "order.bar[1]", 0), ("arrive", "order.bar", 32, 0),
+                      ("wait", "order.bar[1]", 1)]
+
+
+def test_stage_count_set_by_a_base_class_elsewhere_gets_the_default():
+    src = kernel_source("""\
+pipe = pipeline.PipelineAsync.create(num_stages=self.num_stages,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread))
+""")
+    m, counts = _counts(src)
+    assert len(counts) == 4  # 2 stages x (full, empty)
+    assert any("self.num_stages not foldable: assumed 2" in a for a in m.assumptions)

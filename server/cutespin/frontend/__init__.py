@@ -113,7 +113,8 @@ def _quiet_interp(info, self_obj, methods, env=None, cta=0, warp=0, cluster=1):
     return it
 
 
-def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict) -> SelfObj:
+def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
+               defaulted: Optional[set] = None) -> SelfObj:
     """`self.*` attributes as the class's methods set them (`__init__` first), interpreted with
     their control flow: an attribute set differently on two branches becomes unknown. A value
     folded by one method is kept when a later method re-assigns it from something unknown."""
@@ -130,7 +131,7 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict) ->
         for p in fn.params.params:
             n = p.name.value
             if n != "self":
-                hit, pv = _pin_matches(n, pins)
+                hit, pv = _pin_matches(n, pins, defaulted)
                 it.env[n] = pv if hit else Unknown(f"host argument {n}")
         try:
             it.exec_block(fn.body)
@@ -143,6 +144,11 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict) ->
                 self_obj.attrs[attr] = val
     for attr in assigned:
         self_obj.attrs.setdefault(attr, Unknown(f"self.{attr}"))
+    # Stage counts a base class in another module sets (`self.num_stages`): unknown here, so that
+    # the `stages` pin or the default stage count applies to them like to the class's own.
+    for attr in _self_attribute_reads(site.cls):
+        if _is_stage_count_name(attr):
+            self_obj.attrs.setdefault(attr, Unknown(f"self.{attr} (set outside this class)"))
     return self_obj
 
 
@@ -161,6 +167,20 @@ def _uniform_argument(name: str, v):
     return Unknown(v.why, key=I._leaf("arg", name)) if isinstance(v, Unknown) else v
 
 
+def _self_attribute_reads(cls) -> set:
+    """Names of the `self.X` attributes a class body reads or writes."""
+    names: set = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute):
+            if isinstance(node.value, cst.Name) and node.value.value == "self":
+                names.add(node.attr.value)
+
+    if cls is not None:
+        cls.visit(V())
+    return names
+
+
 SHAPE_PINS = ("stages", "loop", "block", "cluster", "grid")
 
 
@@ -172,11 +192,28 @@ def _positive_pin(key: str, v) -> bool:
     return ok(v)
 
 
-def _pin_matches(name: str, pins: dict):
+CLUSTER_SHAPE_NAMES = {"cluster_shape_mn": 2, "cluster_shape_mnk": 3}
+
+
+def _cluster_shape(name: str, pins: dict):
+    """A host argument `cluster_shape_mn(k)` as the `cluster` pin gives it; without the pin, all
+    ones: the 1-CTA cluster the front end assumes when the launch's cluster does not fold, so that
+    the layout algebra built on it (multicast CTA counts, arrival counts) folds consistently."""
+    arity = CLUSTER_SHAPE_NAMES[name]
+    pin = pins.get("cluster")
+    dims = pin if isinstance(pin, tuple) else (pin,) if isinstance(pin, int) else ()
+    return tuple(dims[:arity]) + (1,) * max(0, arity - len(dims))
+
+
+def _pin_matches(name: str, pins: dict, defaulted: Optional[set] = None):
     if name in pins:
         return True, pins[name]
     if "stages" in pins and "stage" in name.lower():
         return True, pins["stages"]
+    if name in CLUSTER_SHAPE_NAMES:
+        if "cluster" not in pins and defaulted is not None:
+            defaulted.add(name)
+        return True, _cluster_shape(name, pins)
     return False, None
 
 
@@ -196,7 +233,8 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
     methods = class_methods(site.cls)
     pins = {**settings.kernel_pins.get(site.qualname, {}), **site.pins}
     ignored = [(k, pins.pop(k)) for k in SHAPE_PINS if k in pins and not _positive_pin(k, pins[k])]
-    self_obj = _fold_self(info, site, methods, pins) if site.cls is not None else None
+    defaulted: set = set()  # cluster-shape host arguments given the assumed 1-CTA shape
+    self_obj = _fold_self(info, site, methods, pins, defaulted) if site.cls is not None else None
     assumptions: list = [f"pin `{k}={v}` ignored: expected a positive integer" for k, v in ignored]
     if self_obj is not None:
         for attr, val in list(self_obj.attrs.items()):
@@ -218,7 +256,7 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
             n = p.name.value
             if n == "self":
                 continue
-            hit, pv = _pin_matches(n, pins)
+            hit, pv = _pin_matches(n, pins, defaulted)
             it.env[n] = pv if hit else _param_default(p, _annotation_text(p, info), n)
         try:
             it.exec_block(host.body)
@@ -270,6 +308,9 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
         assumptions.append(f"cluster = {cluster} CTAs (pinned)")
     if "grid" in pins:
         grid = _first_dim_product(pins["grid"])
+    for name in sorted(defaulted):
+        assumptions.append(f"{name} not known: assumed {_cluster_shape(name, {})} (a 1-CTA cluster; "
+                           f"pin the real shape with `# cutespin: cluster=(M,N)`)")
     if not isinstance(cluster, int) or cluster < 1:
         cluster = 1
         assumptions.append("cluster size not foldable: assumed 1 (pin it with `# cutespin: cluster=N`)")
@@ -278,13 +319,22 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
     stages = pins.get("stages")
     if stages is None:
         stages = _find_stages(self_obj, params)
+    # Every stage count left unknown gets the default, even when another one folded.
+    default = _assume_default_stages(self_obj, params, assumptions)
     if stages is None:
-        stages = _assume_default_stages(self_obj, params, assumptions)
+        stages = default
     return KernelEnv(self_obj, params, threads, cluster, grid if isinstance(grid, int) else None,
                      stages, pins.get("loop", settings.loop_bound), assumptions)
 
 
 DEFAULT_STAGES = 2
+
+
+def _is_stage_count_name(name: str) -> bool:
+    """`num_ab_stage`, `acc_stages`, `sched_stage`: a stage count; not `a_smem_layout_staged`
+    (a layout) nor `bytes_per_stage` (a size)."""
+    low = name.lower()
+    return low.endswith(("stage", "stages")) and "per_stage" not in low
 
 
 def _assume_default_stages(self_obj, params, assumptions):
@@ -293,11 +343,11 @@ def _assume_default_stages(self_obj, params, assumptions):
     names = []
     if self_obj is not None:
         for k, v in self_obj.attrs.items():
-            if "stage" in k.lower() and isinstance(v, Unknown):
+            if _is_stage_count_name(k) and isinstance(v, Unknown):
                 self_obj.attrs[k] = DEFAULT_STAGES
                 names.append(f"self.{k}")
     for k, v in params.items():
-        if "stage" in k.lower() and isinstance(v, Unknown):
+        if _is_stage_count_name(k) and isinstance(v, Unknown):
             params[k] = DEFAULT_STAGES
             names.append(k)
     if not names:
@@ -444,7 +494,7 @@ class _Converter:
             return ir.MbWait(op.span, self.n.barrier(op.bar), op.parity, self.lanes(op.mask))
         if isinstance(op, I.RawTmaLoad):
             region = self.n.region(op.dst) if op.dst is not None else None
-            nbytes = op.dst.nbytes if op.dst is not None else None
+            nbytes = op.nbytes if op.nbytes is not None else op.dst.nbytes if op.dst is not None else None
             return ir.TmaLoad(op.span, self.n.barrier(op.bar), region, nbytes or 0, self.lanes(op.mask),
                               tx_known=nbytes is not None)
         if isinstance(op, I.RawTmaStore):

@@ -265,11 +265,14 @@ def self_assignments(cls: Optional[cst.ClassDef]) -> list:
                 tgt = t.target
                 if isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name) and tgt.value.value == "self":
                     out.append((tgt.attr.value, node.value))
-                elif isinstance(tgt, cst.Tuple) and isinstance(node.value, cst.Tuple):
-                    for el, val in zip(tgt.elements, node.value.elements):
+                elif isinstance(tgt, cst.Tuple):
+                    # `self.a, self.b = f(...)` unpacks a call: each attribute gets part of its value.
+                    vals = [v.value for v in node.value.elements] if isinstance(node.value, cst.Tuple) \
+                        else [node.value] * len(tgt.elements)
+                    for el, val in zip(tgt.elements, vals):
                         e = el.value
                         if isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self":
-                            out.append((e.attr.value, val.value))
+                            out.append((e.attr.value, val))
 
         def visit_AnnAssign(self, node: cst.AnnAssign):
             tgt = node.target

@@ -63,6 +63,9 @@ class WarpContext:
     discovered: dict  # bound text -> first span (shared across runs)
 
 
+# Library constants that arrival counts are computed from.
+LIBRARY_CONSTANTS = {"arch.WARP_SIZE": 32}
+
 BINOPS = {
     cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
     cst.FloorDivide: operator.floordiv, cst.Modulo: operator.mod, cst.Power: operator.pow,
@@ -552,7 +555,7 @@ class KernelInterp:
     def eval_Attribute(self, node):
         q = qualify(node, self.info.aliases)
         if q:
-            return ModuleRef(q)
+            return LIBRARY_CONSTANTS.get(canonical(q), ModuleRef(q))
         base = self.eval(node.value)
         attr = node.attr.value
         if isinstance(base, SelfObj):
@@ -563,7 +566,8 @@ class KernelInterp:
             # Never assigned by any method: a class attribute, the same for every thread.
             return Unknown(f"self.{attr}", key=_leaf("self", attr))
         if isinstance(base, ModuleRef):
-            return ModuleRef(f"{base.qualname}.{attr}")
+            q = f"{base.qualname}.{attr}"
+            return LIBRARY_CONSTANTS.get(canonical(q), ModuleRef(q))
         if isinstance(base, Storage):
             return Smem(alloc=f"{base.key}.{attr}", label=attr, cta=base.cta)
         if isinstance(base, Smem):
@@ -586,10 +590,23 @@ class KernelInterp:
         return Unknown(f"attribute {attr}")
 
     def eval_Tuple(self, node):
-        return tuple(self.eval(e.value) for e in node.elements)
+        return self.eval_elements(node.elements)
 
     def eval_List(self, node):
-        return tuple(self.eval(e.value) for e in node.elements)
+        return self.eval_elements(node.elements)
+
+    def eval_elements(self, elements):
+        """Tuple/list display elements; `*xs` splices a folded sequence (else the whole display is unknown)."""
+        out = []
+        for e in elements:
+            v = self.eval(e.value)
+            if isinstance(e, cst.StarredElement):
+                if not isinstance(v, (tuple, list)):
+                    return Unknown("a display that unpacks a runtime value")
+                out.extend(v)
+            else:
+                out.append(v)
+        return tuple(out)
 
     def eval_Subscript(self, node):
         base = self.eval(node.value)
@@ -820,7 +837,7 @@ class KernelInterp:
         return Unknown(f"result of {name or 'call'}")
 
     def call_method(self, base, meth, args, kwargs, node):
-        if isinstance(base, (P.Pipeline, P.TmaStorePipeline)):
+        if isinstance(base, (P.Pipeline, P.TmaStorePipeline, P.OrderPipeline)):
             return P.method(self, base, meth, args, kwargs, node)
         if isinstance(base, P.PipeState):
             return P.state_method(self, base, meth, args, node)
@@ -856,6 +873,11 @@ class KernelInterp:
             return self.named_barrier_method(base, meth, node)
         if isinstance(base, TmemAllocatorObj):
             return tmem_allocator_method(self, base, meth, args, kwargs, node)
+        if isinstance(base, Layout) and meth in ("get_flat_coord", "get_hier_coord") and args and _is_int(args[0]):
+            c = base.coord(int(args[0]))
+            return c if c is not None else Unknown("coordinate in a strided layout")
+        if meth == "advance_to_next_work" and args and isinstance(args[0], Smem):
+            return P.clc_query(self, args[0], node)
         if isinstance(base, FuncRef):
             return Unknown("method of a function")
         if isinstance(base, CopyKind) and meth in ("get_slice", "get_thread_slice"):
@@ -1092,6 +1114,7 @@ class RawTmaLoad(ir.Op):
     bar: Smem
     dst: Optional[Smem]
     mask: int
+    nbytes: Optional[int] = None  # bytes completed when not the destination's (a CLC response)
 
 
 @dataclass
@@ -1493,8 +1516,9 @@ def h_copy(it: KernelInterp, args, kwargs, node):
         if not isinstance(bar, Smem):
             it.unmodeled(node, "TMA copy", "the transaction barrier could not be resolved")
             return None
-        if kwargs.get("mcast_mask") is not None and it.ctx.cluster > 1:
-            it.unmodeled(node, "TMA multicast", "multicast destinations are not modeled")
+        mcast = kwargs.get("mcast_mask")
+        if mcast is not None and it.ctx.cluster > 1:
+            return _tma_multicast(it, bar, dst, mcast, node)
         it.emit(RawTmaLoad(span, bar, dst if isinstance(dst, Smem) else None, it.mask))
         return None
     if "mbar_ptr" in kwargs:
@@ -1632,6 +1656,27 @@ def tmem_allocator_method(it, t: TmemAllocatorObj, meth, args, kwargs, node):
     return Unknown("TMEM")
 
 
+def _cluster_ranks(it, mask: int) -> list:
+    return [r for r in range(it.ctx.cluster) if mask >> r & 1]
+
+
+def _tma_multicast(it, bar: Smem, dst, mask, node):
+    """A multicast TMA load: the same tile lands in the shared memory of every CTA in `mask`, and
+    completes its bytes on each of those CTAs' barrier at the same offset."""
+    if not _is_int(mask):
+        it.unmodeled(node, "TMA multicast", "the multicast CTA mask is not known")
+        return None
+    if not isinstance(dst, Smem) or dst.nbytes is None:
+        # Bytes then come from several CTAs' programs: counting copies per CTA would be unsound.
+        it.unmodeled(node, "TMA multicast", "the bytes of the destination tile are not known")
+        return None
+    base = (it.ctx.cta // it.ctx.cluster) * it.ctx.cluster
+    for r in _cluster_ranks(it, int(mask)):
+        cta = base + r
+        it.emit(RawTmaLoad(it.span(node), bar.at(cta=cta, remote=cta != it.ctx.cta), dst.at(cta=cta), it.mask))
+    return None
+
+
 def h_autovec_copy(it, args, kwargs, node):
     if len(args) >= 2:
         src, dst = args[0], args[1]
@@ -1676,8 +1721,37 @@ def h_wgmma_wait(it, args, kwargs, node):
 def h_make_layout(it, args, kwargs, node):
     shape = _kw(args, kwargs, 0, "shape")
     if isinstance(shape, int) or isinstance(shape, tuple) and all(_is_int(s) for s in _flat(shape)):
-        return Layout(shape)
+        return Layout(shape, compact=_kw(args, kwargs, 1, "stride") is None)
     return Unknown("layout")
+
+
+def _flat_coord(v) -> Optional[tuple]:
+    if isinstance(v, tuple) and all(_is_int(x) for x in v):
+        return v
+    return None
+
+
+def h_image_mask(it, args, kwargs, node):
+    """`cute.make_layout_image_mask(layout, coord, mode)` and
+    `cpasync.create_tma_multicast_mask(layout, coord, mcast_mode)`: the multicast CTA mask."""
+    layout, coord = _kw(args, kwargs, 0, "lay"), _flat_coord(_kw(args, kwargs, 1, "coord"))
+    mode = kwargs.get("mode", kwargs.get("mcast_mode", args[2] if len(args) > 2 else None))
+    if isinstance(layout, Layout) and coord is not None and _is_int(mode):
+        mask = layout.image_mask(coord, int(mode))
+        if mask is not None:
+            return mask
+    return Unknown("multicast mask of a layout that did not fold")
+
+
+def h_tiled_divide(it, args, kwargs, node):
+    """`cute.tiled_divide(layout, tiler)` on a folded layout. Only the case the pipelines need is
+    folded: a layout of size 1 (a 1-CTA cluster) divides into modes of size 1 whatever the tiler
+    (a valid tiler of it has size 1), e.g. `cluster_layout_vmnk` = ((1), 1, 1, 1)."""
+    layout = _kw(args, kwargs, 0, "target")
+    if isinstance(layout, Layout) and layout.size() == 1:
+        rank = len(layout.shape) if isinstance(layout.shape, tuple) else 1
+        return Layout((1,) * (rank + 1))
+    return Unknown("layout algebra on a runtime or multi-CTA layout")
 
 
 def h_size(it, args, kwargs, node):
@@ -1808,6 +1882,8 @@ CALLS: dict = {
     "cute.gemm": h_gemm, "cute.nvgpu.warpgroup.fence": h_wgmma_fence,
     "cute.nvgpu.warpgroup.commit_group": h_wgmma_commit, "cute.nvgpu.warpgroup.wait_group": h_wgmma_wait, "cute.make_layout": h_make_layout, "cute.make_ordered_layout": h_make_layout,
     "cute.size": h_size, "cute.make_tensor": h_make_tensor,
+    "cute.tiled_divide": h_tiled_divide, "cute.make_layout_image_mask": h_image_mask,
+    "cute.nvgpu.cpasync.create_tma_multicast_mask": h_image_mask,
     "cute.nvgpu.cpasync.make_tiled_tma_atom": h_tma_atom, "cute.nvgpu.cpasync.tma_partition": h_tma_partition,
     "cute.printf": h_printf, "cute.print_tensor": h_printf,
     "pipeline.NamedBarrier": h_named_barrier, "pipeline.sync": h_pipeline_sync,
@@ -1815,7 +1891,7 @@ CALLS: dict = {
     "pipeline.pipeline_init_arrive": h_init_arrive, "pipeline.pipeline_init_wait": h_init_wait,
     "SmemAllocator": h_allocator, "const_expr": h_const_expr, "print": h_printf,
     "pipeline.CooperativeGroup": P.h_cooperative_group, "pipeline.make_pipeline_state": P.h_make_state,
-    "pipeline.PipelineState": P.h_pipeline_state, "cute.nvgpu.tcgen05.commit": P.h_tcgen05_commit,
+    "pipeline.PipelineState": P.h_pipeline_state, "arch.issue_clc_query": P.h_issue_clc_query, "cute.nvgpu.tcgen05.commit": P.h_tcgen05_commit,
 }
 for _n in ("Int32", "Int64", "Uint32", "Uint64", "Int8", "Int16", "Uint8", "Uint16", "Boolean", "Float32",
            "Float16", "BFloat16", "Float64"):

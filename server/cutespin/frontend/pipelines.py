@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .. import ir
-from .values import LaneVal, ModuleRef, Smem, Unknown
+from .values import LaneVal, Layout, ModuleRef, Smem, Unknown
 
 # Which classes we model, and how each side signals. "thread": every calling thread arrives;
 # "elect": one elected lane per warp arrives (tcgen05.commit or elect_one); "tma": the producer
@@ -24,7 +24,14 @@ CLASSES = {
     "PipelineTmaUmma": ("tma", "elect"),
     "PipelineUmmaAsync": ("elect", "thread"),
     "PipelineAsyncUmma": ("thread", "elect"),
+    # CLC tile scheduler: lanes below the cluster size arm CTA `lane`'s full barrier with the
+    # response bytes; every consumer thread releases on CTA 0's empty barrier.
+    "PipelineClcFetchAsync": ("clc", "cta0"),
+    # Two consumer groups share `empty`: a UMMA group (one commit per warp, the default release)
+    # and an AsyncThread group (`consumer_release(st, PipelineOp.AsyncThread)`).
+    "PipelineTmaMultiConsumersAsync": ("tma", "elect"),
 }
+CLC_RESPONSE_BYTES = 16
 SYNC_THREADS_CLASSES = {"PipelineAsync", "PipelineCpAsync", "PipelineOrder"}
 
 
@@ -33,6 +40,7 @@ class Group:
     """`CooperativeGroup(agent, size)`: the arrival count it initialises a barrier with."""
 
     count: object  # int or Unknown
+    agent: str = ""
 
 
 @dataclass(frozen=True)
@@ -44,6 +52,24 @@ class Pipeline:
     tx: object  # int, None (unknown bytes) or 0
     cluster: int
     create_line: int
+    # Multi-CTA clusters: this CTA's (v, m, n, l) coordinate in `cta_layout_vmnk` and the CTAs its
+    # consumer releases reach (None: every signal is local, as in a 1-CTA cluster).
+    coord: Optional[tuple] = None
+    layout: Optional[Layout] = None
+    mcast_mode: tuple = (1, 1)
+    async_release: str = "signal"  # PipelineTmaMultiConsumersAsync's AsyncThread release style
+
+
+@dataclass
+class OrderPipeline:
+    """`PipelineOrder`: a token ring among `length` groups over `depth` stages; this warp's group
+    waits on bar[index*length + group_id] and passes the token on bar[index*length + group_id + 1]."""
+
+    bars: Smem
+    depth: int
+    length: int
+    group_id: int
+    state: "PipeState"
 
 
 @dataclass(frozen=True)
@@ -101,7 +127,7 @@ def group_count(it, agent, size) -> object:
     if size is None:
         size = 1
     if not isinstance(size, int):
-        return Unknown("group size")
+        return Unknown(f"group size: {_why(size)}")
     if name == "Thread":
         return size
     if name == "Warp":
@@ -114,7 +140,7 @@ def group_count(it, agent, size) -> object:
 def h_cooperative_group(it, args, kwargs, node):
     agent = kwargs.get("agent", args[0] if args else None)
     size = kwargs.get("size", args[1] if len(args) > 1 else None)
-    return Group(group_count(it, agent, size))
+    return Group(group_count(it, agent, size), _tail_name(agent))
 
 
 def h_make_state(it, args, kwargs, node):
@@ -135,6 +161,23 @@ def h_pipeline_state(it, args, kwargs, node):
     return PipeState(stages, index, phase, count)
 
 
+def _why(v) -> str:
+    return v.why if isinstance(v, Unknown) else type(v).__name__
+
+
+def _create_unknowns(stages, groups: dict) -> str:
+    """Why `create()` cannot be lowered: which of its counts is not known, and why (empty if all are)."""
+    out = []
+    if not isinstance(stages, int):
+        out.append(f"num_stages is not known ({_why(stages)}); pin `stages`")
+    for name, g in groups.items():
+        if not isinstance(g, Group):
+            out.append(f"{name} is not a CooperativeGroup we could follow ({_why(g)})")
+        elif not isinstance(g.count, int):
+            out.append(f"the arrival count of {name} is not known ({_why(g.count)})")
+    return "; ".join(out)
+
+
 def create(it, cls: str, args, kwargs, node):
     """`PipelineX.create(...)`: allocate (or take) the barriers, initialise them, maybe sync."""
     if cls == "PipelineTmaStore":
@@ -143,20 +186,44 @@ def create(it, cls: str, args, kwargs, node):
             it.unmodeled(node, "PipelineTmaStore.create", "num_stages is not known")
             return Unknown("pipeline")
         return TmaStorePipeline(s)
+    if cls == "PipelineOrder":
+        return _create_order(it, kwargs, node)
     if cls not in CLASSES:
         it.unmodeled(node, f"{cls}.create", "this pipeline class is not modeled yet")
         return Unknown("pipeline")
     stages = kwargs.get("num_stages")
     prod = kwargs.get("producer_group")
     cons = kwargs.get("consumer_group")
-    if not isinstance(stages, int) or not isinstance(prod, Group) or not isinstance(cons, Group) \
-            or not isinstance(prod.count, int) or not isinstance(cons.count, int):
-        it.unmodeled(node, f"{cls}.create", "stages or group sizes are not known; pin them")
+    async_release = "signal"
+    if cls == "PipelineTmaMultiConsumersAsync":
+        umma, asyn = kwargs.get("consumer_group_umma"), kwargs.get("consumer_group_async")
+        why = _create_unknowns(stages, {"producer_group": prod, "consumer_group_umma": umma,
+                                        "consumer_group_async": asyn})
+        if not why and it.ctx.cluster > 1:
+            why = "multi-CTA clusters are not modeled for this class yet"
+        if why:
+            it.unmodeled(node, f"{cls}.create", why)
+            return Unknown("pipeline")
+        cons = Group(umma.count + asyn.count, umma.agent)
+        # The library's legacy path: every lane of the async group arrives when forced, or when the
+        # group is counted in threads (Agent.Thread with a multiple of 32).
+        force = kwargs.get("force_deprecated_per_lane_signaling")
+        per_lane = force is True or force is None and any(
+            g.agent == "Thread" and g.count % 32 == 0 for g in (umma, asyn))
+        async_release = "thread" if per_lane else "signal"
+    why = _create_unknowns(stages, {"producer_group": prod, "consumer_group": cons})
+    if why:
+        it.unmodeled(node, f"{cls}.create", why)
         return Unknown("pipeline")
     cluster = it.ctx.cluster
-    if cluster > 1 and cls in ("PipelineTmaAsync", "PipelineTmaUmma", "PipelineUmmaAsync", "PipelineAsyncUmma"):
-        it.unmodeled(node, f"{cls}.create", "multicast signalling across a cluster is not modeled yet")
-        return Unknown("pipeline")
+    layout, coord, mode = None, None, (1, 1)
+    if cluster > 1 and cls in MULTICAST_CLASSES:
+        got = _cluster_layout(it, cls, kwargs, node)
+        if got is None:
+            return Unknown("pipeline")
+        layout, coord, mode = got
+        if cls == "PipelineTmaAsync" and layout is not None and kwargs.get("enable_multicast_signaling") is True:
+            cons = Group(_mcast_size(layout, mode) * (cons.count // 32))
     storage = kwargs.get("barrier_storage")
     line = it.span(node).line
     if storage is None:
@@ -169,7 +236,8 @@ def create(it, cls: str, args, kwargs, node):
     empty = storage.at(label=f"{label}.empty", offset=storage.offset + stages, stage=None,
                        label_base=storage.offset + stages)
     tx = kwargs.get("tx_count", 0)
-    pipe = Pipeline(cls, full, empty, stages, tx if isinstance(tx, int) else None, cluster, line)
+    pipe = Pipeline(cls, full, empty, stages, tx if isinstance(tx, int) else None, cluster, line,
+                    coord, layout, mode, async_release)
     _init_barriers(it, pipe, prod.count, cons.count, node)
     if kwargs.get("defer_sync") is not True:
         it.emit(ir.MbInitFence(it.span(node)))
@@ -179,6 +247,99 @@ def create(it, cls: str, args, kwargs, node):
             it.emit(ir.ClusterArrive(it.span(node), relaxed=True))
             it.emit(ir.ClusterWait(it.span(node)))
     return pipe
+
+
+def _create_order(it, kwargs, node):
+    depth, length, gid = kwargs.get("depth"), kwargs.get("length"), kwargs.get("group_id")
+    prod = kwargs.get("producer_group")
+    why = _create_unknowns(depth, {"producer_group": prod})
+    if not why and not (isinstance(length, int) and isinstance(gid, int) and length > 0):
+        why = "length or group_id is not known"
+    if why:
+        it.unmodeled(node, "PipelineOrder.create", why)
+        return Unknown("pipeline")
+    line = it.span(node).line
+    storage = kwargs.get("barrier_storage")
+    if storage is None:
+        storage = Smem(alloc=f"reserved@{line}", label=it.assign_name or "order", cta=it.ctx.cta)
+    if not isinstance(storage, Smem):
+        it.unmodeled(node, "PipelineOrder.create", "barrier_storage could not be resolved")
+        return Unknown("pipeline")
+    bars = storage.at(label=f"{it.assign_name or 'order'}.bar", stage=None, label_base=storage.offset)
+    if it.ctx.warp == 0:
+        from .interp import RawInit, _lowest
+        saved = it.mask
+        it.mask = _lowest(it.mask)
+        it.elected_lanes.add(it.mask.bit_length() - 1)
+        for i in range(depth * length):
+            it.emit(RawInit(it.span(node), _bar(bars, i), prod.count))
+        it.mask = saved
+    if kwargs.get("defer_sync") is not True:
+        it.emit(ir.MbInitFence(it.span(node)))
+        it.emit_named(0, None, True, node)
+    return OrderPipeline(bars, depth, length, gid, PipeState(depth, 0, 1 if gid == 0 else 0, 0))
+
+
+def order_method(it, pipe: OrderPipeline, meth: str, args, kwargs, node):
+    st = kwargs.get("state", args[0] if args else None)
+    st = st if isinstance(st, PipeState) else pipe.state
+    if meth == "wait":
+        slot = st.index * pipe.length + pipe.group_id
+    elif meth == "arrive":
+        slot = st.index * pipe.length + (pipe.group_id + 1) % pipe.length
+    else:
+        it.unmodeled(node, f"PipelineOrder.{meth}", "method not modeled")
+        return None
+    if not 0 <= slot < pipe.depth * pipe.length:
+        it.unmodeled(node, f"PipelineOrder.{meth}", f"group_id {pipe.group_id} selects no barrier of the ring")
+        return None
+    if meth == "wait":
+        it.emit_wait(_bar(pipe.bars, slot), st.phase, node)
+    else:
+        _arrive(it, _bar(pipe.bars, slot), "thread", node)
+        st.advance()
+    return None
+
+
+MULTICAST_CLASSES = ("PipelineTmaAsync", "PipelineTmaUmma", "PipelineUmmaAsync", "PipelineAsyncUmma")
+
+
+def _cluster_layout(it, cls, kwargs, node):
+    """The cluster as `create()` sees it: (layout, this CTA's coordinate, mcast_mode_mn), with
+    layout None when the pipeline signals locally only (no `cta_layout_vmnk`: the library then
+    treats the cluster as one CTA). None (after reporting) when it cannot be followed."""
+    layout = kwargs.get("cta_layout_vmnk")
+    mode = kwargs.get("mcast_mode_mn", (1, 1))
+    if layout is None:
+        return None, None, (1, 1)
+    sizes = layout.mode_sizes() if isinstance(layout, Layout) else None
+    if sizes is None or len(sizes) != 4 or layout.size() != it.ctx.cluster:
+        it.unmodeled(node, f"{cls}.create", "cta_layout_vmnk did not fold to a (V, M, N, L) layout of the "
+                     "cluster's size; multicast signalling needs each CTA's coordinate")
+        return None
+    if sizes[0] != 1:
+        it.unmodeled(node, f"{cls}.create", "2-CTA (cta_group::2) UMMA pairs (V = 2) are not modeled yet")
+        return None
+    if not (isinstance(mode, tuple) and len(mode) == 2 and all(isinstance(x, int) for x in mode)):
+        it.unmodeled(node, f"{cls}.create", "mcast_mode_mn is not known")
+        return None
+    return layout, layout.coord(it.ctx.cta % it.ctx.cluster), mode
+
+
+def _partners(layout: Layout, coord: tuple, mode: tuple) -> int:
+    """CTAs that multicast to this one (and that it signals back): same M row when mode m is on
+    (A is multicast along N), same N column when mode n is on (mask modes 2 and 1)."""
+    mask = 0
+    if mode[0]:
+        mask |= layout.image_mask(coord, 2)
+    if mode[1]:
+        mask |= layout.image_mask(coord, 1)
+    return mask
+
+
+def _mcast_size(layout: Layout, mode: tuple) -> int:
+    sizes = layout.mode_sizes()
+    return (sizes[2] if mode[0] else 0) + (sizes[1] if mode[1] else 0) - (1 if mode[0] and mode[1] else 0)
 
 
 def _init_barriers(it, pipe: Pipeline, prod: int, cons: int, node):
@@ -211,12 +372,48 @@ def _state_arg(it, args, kwargs, node, meth) -> Optional[PipeState]:
     return None
 
 
+def _cluster_peer(it, bar: Smem, rank: int) -> Smem:
+    """`bar` in the shared memory of CTA `rank` of this CTA's cluster (a remote address)."""
+    base = (it.ctx.cta // it.ctx.cluster) * it.ctx.cluster
+    return bar.at(cta=base + rank % it.ctx.cluster, remote=True)
+
+
+def _release(it, pipe: Pipeline, bar: Smem, style: str, node):
+    """`consumer_release`: in a multi-CTA cluster the TMA pipelines signal every multicast partner."""
+    from .interp import RawArrive, _lowest
+
+    if pipe.layout is None or pipe.kind not in ("PipelineTmaAsync", "PipelineTmaUmma"):
+        _arrive(it, bar, style, node)
+        return
+    span = it.span(node)
+    partners = _partners(pipe.layout, pipe.coord, pipe.mcast_mode)
+    if pipe.kind == "PipelineTmaAsync":
+        # Lane d of each warp (d < cluster size) arrives on partner CTA d's barrier.
+        for lane in range(min(it.ctx.cluster, 32)):
+            if it.mask >> lane & 1 and partners >> lane & 1:
+                it.emit(RawArrive(span, _cluster_peer(it, bar, lane), 1, 1 << lane, "cluster", True, True, 0))
+        return
+    # PipelineTmaUmma: one elected tcgen05.commit with the multicast mask arrives on each partner.
+    lane = _lowest(it.mask)
+    it.elected_lanes.add(lane.bit_length() - 1)
+    for rank in range(it.ctx.cluster):
+        if partners >> rank & 1:
+            it.emit(RawArrive(span, _cluster_peer(it, bar, rank), 1, lane, "cluster", True, True, 0))
+
+
 def _arrive(it, bar: Smem, style: str, node, tx: object = 0):
     """Arrive on `bar` the way `style` says (see CLASSES)."""
     from .interp import RawArrive, _lowest
 
     span = it.span(node)
-    if style == "thread":
+    if style == "clc":
+        for lane in range(min(it.ctx.cluster, 32)):
+            if it.mask >> lane & 1:
+                it.emit(RawArrive(span, _cluster_peer(it, bar, lane), 1, 1 << lane, "cluster", True, True,
+                                  tx if isinstance(tx, int) else None))
+    elif style == "cta0":
+        it.emit(RawArrive(span, _cluster_peer(it, bar, 0), 1, it.mask, "cluster", True, True, 0))
+    elif style == "thread":
         it.emit(RawArrive(span, bar, 1, it.mask, "cta", False, True, 0))
     elif style in ("elect", "tma"):
         lane = _lowest(it.mask)
@@ -230,6 +427,8 @@ def _arrive(it, bar: Smem, style: str, node, tx: object = 0):
 
 
 def method(it, pipe, meth: str, args, kwargs, node):
+    if isinstance(pipe, OrderPipeline):
+        return order_method(it, pipe, meth, args, kwargs, node)
     if isinstance(pipe, TmaStorePipeline):
         return _tma_store_method(it, pipe, meth, node)
     prod_style, cons_style = CLASSES[pipe.kind]
@@ -254,12 +453,18 @@ def method(it, pipe, meth: str, args, kwargs, node):
     if meth == "producer_acquire":
         _producer_acquire(it, pipe, st, prod_style, node, token)
     elif meth == "producer_commit":
-        if prod_style in ("thread", "elect"):
+        if prod_style == "clc":
+            it.unmodeled(node, f"{pipe.kind}.producer_commit", "the CLC pipeline is completed by the scheduler's "
+                         "query (advance_to_next_work), not by a commit")
+        elif prod_style in ("thread", "elect"):
             _arrive(it, _bar(pipe.full, st.index), prod_style, node)
     elif meth == "consumer_wait":
         it.emit_wait(_bar(pipe.full, st.index), st.phase, node)
     elif meth == "consumer_release":
-        _arrive(it, _bar(pipe.empty, st.index), cons_style, node)
+        op = _tail_name(kwargs.get("op_type", args[1] if len(args) > 1 else None))
+        style = pipe.async_release if pipe.kind == "PipelineTmaMultiConsumersAsync" and op == "AsyncThread" \
+            else cons_style
+        _release(it, pipe, _bar(pipe.empty, st.index), style, node)
     elif meth == "producer_tail":
         _producer_tail(it, pipe, st, node)
     else:
@@ -269,8 +474,8 @@ def method(it, pipe, meth: str, args, kwargs, node):
 
 def _producer_acquire(it, pipe, st: PipeState, style: str, node, token=None):
     it.emit_wait(_bar(pipe.empty, st.index), st.phase, node)
-    if style == "tma":
-        _arrive(it, _bar(pipe.full, st.index), "tma", node, pipe.tx if pipe.tx is not None else Unknown("tx"))
+    if style in ("tma", "clc"):
+        _arrive(it, _bar(pipe.full, st.index), style, node, pipe.tx if pipe.tx is not None else Unknown("tx"))
 
 
 def _producer_tail(it, pipe, st: PipeState, node):
@@ -340,7 +545,7 @@ def handle_method(it, h: Handle, meth: str, node):
             _arrive(it, _bar(h.pipe.full, h.index), prod_style, node)
         return None
     if meth == "release" and h.side == "consumer":
-        _arrive(it, _bar(h.pipe.empty, h.index), cons_style, node)
+        _release(it, h.pipe, _bar(h.pipe.empty, h.index), cons_style, node)
         return None
     it.unmodeled(node, f"handle.{meth}", "method not modeled")
     return None
@@ -382,16 +587,51 @@ def state_method(it, st: PipeState, meth: str, args, node):
     return None
 
 
+def clc_query(it, bar, node):
+    """`ClcDynamicPersistentTileScheduler.advance_to_next_work(bar)` (and `issue_clc_query`): one
+    elected lane issues the cluster launch control query; its 16-byte response is multicast to
+    every CTA of the cluster and completes that many transaction bytes on each CTA's `bar`."""
+    from .interp import RawTmaLoad, _lowest
+
+    if not isinstance(bar, Smem):
+        it.unmodeled(node, "CLC query", "the response barrier could not be resolved")
+        return None
+    lane = _lowest(it.mask)
+    if not lane:
+        return None
+    it.elected_lanes.add(lane.bit_length() - 1)
+    for rank in range(it.ctx.cluster):
+        target = _cluster_peer(it, bar, rank) if it.ctx.cluster > 1 else bar
+        it.emit(RawTmaLoad(it.span(node), target, None, lane, nbytes=CLC_RESPONSE_BYTES))
+    return None
+
+
+def h_issue_clc_query(it, args, kwargs, node):
+    return clc_query(it, args[0] if args else kwargs.get("mbar_ptr"), node)
+
+
 def h_tcgen05_commit(it, args, kwargs, node):
     """`tcgen05.commit(bar, mask=None)`: one deferred arrive per executing thread once its MMAs end."""
     from .interp import RawArrive
 
     bar = args[0] if args else kwargs.get("mbar_ptr")
-    if kwargs.get("mask") is not None or len(args) > 1 and args[1] is not None:
-        it.unmodeled(node, "tcgen05.commit(mask=...)", "multicast commits are not modeled yet")
-        return None
+    mask = kwargs.get("mask", args[1] if len(args) > 1 else None)
     if not isinstance(bar, Smem):
         it.unmodeled(node, "tcgen05.commit", "the barrier could not be resolved")
         return None
-    it.emit(RawArrive(it.span(node), bar, 1, it.mask, "cta", False, True, 0))
+    if mask is None:
+        it.emit(RawArrive(it.span(node), bar, 1, it.mask, "cta", False, True, 0))
+        return None
+    if not isinstance(mask, int) or isinstance(mask, bool):
+        it.unmodeled(node, "tcgen05.commit(mask=...)", "the multicast CTA mask is not known")
+        return None
+    if kwargs.get("cta_group") is not None and _tail_name(kwargs.get("cta_group")) == "TWO":
+        it.unmodeled(node, "tcgen05.commit(cta_group=TWO)", "2-CTA (cta_group::2) UMMA pairs are not modeled yet")
+        return None
+    # Multicast commit: one arrive on the barrier at the same offset in every CTA of the mask.
+    for rank in range(max(it.ctx.cluster, 1)):
+        if mask >> rank & 1:
+            target = _cluster_peer(it, bar, rank) if it.ctx.cluster > 1 else bar
+            it.emit(RawArrive(it.span(node), target, 1, it.mask, "cluster" if target.remote else "cta",
+                              target.remote, True, 0))
     return None

@@ -166,12 +166,44 @@ class Layout:
     """A layout whose shape folded to Python ints."""
 
     shape: tuple
+    compact: bool = True  # column-major (no explicit stride): the only case coordinates are computed for
 
     def size(self) -> int:
         n = 1
         for s in _flatten(self.shape):
             n *= s
         return n
+
+    def mode_sizes(self) -> Optional[tuple]:
+        """Sizes of the top-level modes (a nested mode counts as its product), None when not compact."""
+        if not self.compact:
+            return None
+        modes = self.shape if isinstance(self.shape, tuple) else (self.shape,)
+        return tuple(Layout(m).size() if isinstance(m, tuple) else m for m in modes)
+
+    def coord(self, index: int) -> Optional[tuple]:
+        """The top-level coordinate of `index` (column-major), e.g. a CTA rank -> (v, m, n, l)."""
+        sizes = self.mode_sizes()
+        if sizes is None:
+            return None
+        out = []
+        for n in sizes:
+            out.append(index % n)
+            index //= n
+        return tuple(out)
+
+    def image_mask(self, coord: tuple, mode: int) -> Optional[int]:
+        """`make_layout_image_mask` / `create_tma_multicast_mask`: the indices whose coordinate equals
+        `coord` in every mode but `mode` (the CTAs a multicast along `mode` reaches), as a bit mask."""
+        sizes = self.mode_sizes()
+        if sizes is None or not 0 <= mode < len(sizes):
+            return None
+        mask = 0
+        for i in range(self.size()):
+            c = self.coord(i)
+            if all(c[k] == coord[k] for k in range(len(sizes)) if k != mode):
+                mask |= 1 << i
+        return mask
 
 
 @dataclass(frozen=True)
