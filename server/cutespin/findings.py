@@ -90,11 +90,28 @@ class Finding:
         return "warning" if self.possible else SEVERITY[self.kind]
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "code": self.code, "kind": self.kind, "severity": self.severity, "message": self.message,
-            "range": self.span.to_json(), "related": [r.to_json() for r in self.related],
+            "path": self.path, "range": self.span.to_json(), "related": [r.to_json() for r in self.related],
             "fixes": [f.to_json() for f in self.fixes],
         }
+        if self.span.anchor is not None:  # in a helper of a sibling module: the call that led there
+            out["call_site"] = self.span.anchor.to_json()
+        return out
+
+
+def located(path: str, span: ir.Span) -> str:
+    """The file a span is in: a sibling module of the package, or the analyzed file."""
+    return span.path or path
+
+
+def _locate(findings: list) -> list:
+    """Findings and related locations inside helpers of sibling modules carry those files."""
+    for f in findings:
+        f.path = located(f.path, f.span)
+        for r in f.related:
+            r.path = located(r.path, r.span)
+    return findings
 
 
 def _group_steps(res: RunResult, pm: PromelaModel):
@@ -179,6 +196,10 @@ def classify_assertion(text: str):
 
 
 def findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> list:
+    return _locate(_findings_from_run(k, pm, res))
+
+
+def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> list:
     path = k.path
     steps, related = build_trace(res, pm, path)
     if res.error == "assertion":
@@ -299,7 +320,7 @@ def static_findings(k: ir.KernelModel) -> list:
     for sf in k.static_findings:
         out.append(Finding(sf.kind, sf.message + " (found without search)", sf.span, k.path,
                            data={"static": True}))
-    return out
+    return _locate(out)
 
 
 SUPPRESS_RE = re.compile(r"#\s*cutespin\s*:\s*ignore(?:\[([A-Z0-9, ]+)\])?")

@@ -17,10 +17,12 @@ import libcst as cst
 from .. import ir
 from . import pipelines as P
 from .discover import ModuleInfo, canonical, qualify
+from .project import LIBRARY_PIPELINE_PREFIXES, local_class_ref
 from .values import _flatten as _flat
 from .values import (
-    DTYPE_BITS, FULL_MASK, Allocator, DType, ElectCtx, FlagRead, FuncRef, Gmem, LaneVal, Layout,
-    ModuleRef, NamedBarrierObj, SelfObj, Smem, Storage, TmaAtom, TryWaitResult, Unknown,
+    DTYPE_BITS, FULL_MASK, Allocator, ClassRef, DType, ElectCtx, FlagRead, FuncRef, Gmem, LambdaRef, LaneVal,
+    Layout, ModuleRef, NamedBarrierObj, PartialRef, SelfObj, Smem, Storage, SuperRef, TmaAtom, TryWaitResult,
+    Unknown,
 )
 
 MBARRIER_MAX = (1 << 20) - 1
@@ -124,10 +126,15 @@ class KernelInterp:
 
     def __init__(self, info: ModuleInfo, ctx: WarpContext, self_obj: Optional[SelfObj],
                  methods: dict, params: dict, registry: "Registry"):
-        self.info = info
+        self.info = info  # the module whose code runs now (a sibling module inside an imported helper)
+        self.root_info = info  # the analyzed file
+        self.project = getattr(info, "project", None)  # resolves the package's imports
+        self.anchor: Optional[ir.Span] = None  # inside a sibling module: the call in the analyzed file
+        self.owner: Optional[ClassRef] = None  # the package class whose method runs now (for super())
         self.ctx = ctx
         self.self_obj = self_obj
         self.methods = methods
+        self.inherited = inherited_methods(info, self.project, methods)
         self.env: dict = dict(params)
         self.mask = FULL_MASK
         self.out: list = []
@@ -145,10 +152,14 @@ class KernelInterp:
 
     # ---------------------------------------------------------------- helpers
     def span(self, node) -> ir.Span:
-        return self.info.span(node)
+        s = self.info.span(node)
+        if s.path and self.anchor is not None:
+            s = replace(s, anchor=self.anchor)
+        return s
 
     def unmodeled(self, node, construct: str, why: str):
-        self.registry.add_unmodeled(ir.Unmodeled(self.span(node).line, construct, why))
+        s = self.span(node)
+        self.registry.add_unmodeled(ir.Unmodeled(s.line, construct, why, s.path))
 
     def emit(self, op: ir.Op):
         if len(self.out) > MAX_OPS:
@@ -166,6 +177,9 @@ class KernelInterp:
             pass
 
     def exec_block(self, block):
+        if callable(block):  # a branch given as a function (`if_generate(c, lambda: ...)`)
+            block()
+            return
         body = block.body if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)) else block
         for stmt in body:
             if self.mask == 0:
@@ -301,6 +315,8 @@ class KernelInterp:
         self.choice([then_body, else_body], node)
 
     def _mentions_role(self, node) -> bool:
+        if not isinstance(getattr(node, "test", None), cst.CSTNode):
+            return False
         text = self.code(node.test)
         return "warp" in text or "tidx" in text or "thread" in text or "cta" in text or "lane" in text
 
@@ -467,7 +483,9 @@ class KernelInterp:
 
     # ---------------------------------------------------------------- expressions
     def eval_cond(self, node):
-        v = self.eval(node)
+        return self.eval_cond_value(self.eval(node))
+
+    def eval_cond_value(self, v):
         if isinstance(v, (bool, int)) and not isinstance(v, LaneVal):
             return bool(v)
         if isinstance(v, LaneVal):
@@ -529,20 +547,64 @@ class KernelInterp:
         if name in self.info.constants:
             return self.eval(self.info.constants[name])
         if name in self.info.aliases:
-            return ModuleRef(self.info.aliases[name])
+            return self.ref(self.info.aliases[name])
         if name in self.info.functions:
-            return FuncRef(name, self.info.functions[name])
+            mod = self.info if self.info is not self.root_info else None
+            return FuncRef(name, self.info.functions[name], module=mod)
         if name in self.info.classes:
-            return ModuleRef(f"<class {name}>")
+            return self.class_ref(name)
         if name in ("range", "len", "min", "max", "abs", "int", "bool", "tuple", "list", "print", "float",
-                    "zip", "enumerate", "isinstance", "sum", "any", "all", "str", "round"):
+                    "zip", "enumerate", "isinstance", "sum", "any", "all", "str", "round", "object", "super",
+                    "getattr", "hasattr"):
             return ModuleRef(name)
         return Unknown(f"name {name}")
+
+    def ref(self, qualname: str):
+        """What an imported dotted name denotes: a helper or class of the package (parsed from its
+        sibling module), else a reference to a library name."""
+        if self.project is not None:
+            target = self.project.resolve(qualname)
+            if isinstance(target, (FuncRef, ClassRef)):
+                return target
+        return ModuleRef(qualname)
+
+    def class_ref(self, name: str) -> ClassRef:
+        if self.info is self.root_info:
+            return local_class_ref(self.project, self.info, name)
+        return self.project.class_ref(self.info, name)
+
+    def class_attribute(self, cref: ClassRef, attr: str):
+        """`Cls.attr`: a method along the package MRO, else a library pipeline's name, else a
+        class-level constant."""
+        found = self.project.find_method(cref, attr) if self.project is not None else _own_method(cref, attr)
+        if found is not None:
+            owner, fn = found
+            return FuncRef(f"{owner.qualname}.{attr}", fn, module=_module_of(owner, self.root_info), owner=owner)
+        if cref.library_base is not None:
+            return ModuleRef(f"cutlass.pipeline.{cref.library_base}.{attr}")
+        value = _class_constant(cref, attr)
+        if value is not None:
+            return self.in_module(cref.module, lambda: self.eval(value))
+        return ModuleRef(f"<class {cref.qualname}>.{attr}")
+
+    def in_module(self, module, thunk, call_node=None):
+        """Run `thunk` with `module` as the current module (spans, imports and constants come from
+        it); entering a sibling module from the analyzed file anchors its spans at `call_node`."""
+        if module is None or module is self.info:
+            return thunk()
+        saved = (self.info, self.anchor)
+        if self.anchor is None and self.info is self.root_info and call_node is not None:
+            self.anchor = self.span(call_node)
+        self.info = module
+        try:
+            return thunk()
+        finally:
+            self.info, self.anchor = saved
 
     def eval_Attribute(self, node):
         q = qualify(node, self.info.aliases)
         if q:
-            return ModuleRef(q)
+            return self.ref(q)
         base = self.eval(node.value)
         attr = node.attr.value
         if isinstance(base, SelfObj):
@@ -550,9 +612,20 @@ class KernelInterp:
                 return base.attrs[attr]
             if attr in self.methods:
                 return FuncRef(attr, self.methods[attr], bound_self=True)
+            if attr in self.inherited:
+                owner, fn = self.inherited[attr]
+                return FuncRef(attr, fn, bound_self=True, module=_module_of(owner, self.root_info), owner=owner)
             return Unknown(f"self.{attr}")
         if isinstance(base, ModuleRef):
-            return ModuleRef(f"{base.qualname}.{attr}")
+            if base.qualname.startswith("<"):
+                return ModuleRef(f"{base.qualname}.{attr}")
+            return self.ref(f"{base.qualname}.{attr}")
+        if isinstance(base, ClassRef):
+            return self.class_attribute(base, attr)
+        if isinstance(base, P.Pipeline):
+            return self.pipeline_attribute(base, attr)
+        if isinstance(base, P.MbarArray):
+            return P.mbar_attribute(base, attr)
         if isinstance(base, Storage):
             return Smem(alloc=f"{base.key}.{attr}", label=attr, cta=base.cta)
         if isinstance(base, Smem):
@@ -570,6 +643,29 @@ class KernelInterp:
         if isinstance(base, (P.PipeState, P.Handle, P.Participant)):
             return P.attribute(base, attr)
         return Unknown(f"attribute {attr}")
+
+    def pipeline_attribute(self, pipe: "P.Pipeline", attr: str):
+        """An attribute of a pipeline object: what `create` or a subclass's `create` set, a
+        subclass's class-level default, or the library's internals (`sync_object_full`, ...)."""
+        if attr in pipe.attrs:
+            return pipe.attrs[attr]
+        if pipe.cls is not None:
+            value = _class_constant(pipe.cls, attr)
+            if value is not None:
+                return self.in_module(pipe.cls.module, lambda: self.eval(value))
+        return P.pipeline_attribute(pipe, attr)
+
+    def eval_Lambda(self, node):
+        return LambdaRef(node, dict(self.env), self.info)
+
+    def eval_Dict(self, node):
+        out = {}
+        for el in node.elements:
+            if isinstance(el, cst.DictElement):
+                k = self.eval(el.key)
+                if isinstance(k, str):
+                    out[k] = self.eval(el.value)
+        return out
 
     def eval_Tuple(self, node):
         return tuple(self.eval(e.value) for e in node.elements)
@@ -754,6 +850,8 @@ class KernelInterp:
                 v = self.eval(a.value)
                 if isinstance(v, (tuple, list)) and a.star == "*":
                     args.extend(v)
+                elif isinstance(v, dict) and a.star == "**":
+                    kwargs.update(v)
                 continue
             v = self.eval(a.value)
             if a.keyword is not None:
@@ -762,21 +860,79 @@ class KernelInterp:
                 args.append(v)
         # Method calls on values we model.
         if isinstance(func, cst.Attribute) and qualify(func, self.info.aliases) is None:
+            if self.code(func) == "object.__setattr__":
+                return self.object_setattr(args, node)
             base = self.eval(func.value)
             meth = func.attr.value
-            if not isinstance(base, (ModuleRef, SelfObj)):
+            if isinstance(base, ClassRef) and meth == "create" and base.library_base is not None and \
+                    self.class_attribute(base, "create") == ModuleRef(f"cutlass.pipeline.{base.library_base}.create"):
+                return P.with_class(P.create(self, base.library_base, args, kwargs, node), base)
+            if not isinstance(base, (ModuleRef, SelfObj, ClassRef)):
                 return self.call_method(base, meth, args, kwargs, node)
+        if isinstance(func, cst.Name) and func.value == "super" and func.value not in self.env:
+            return SuperRef(self.env.get("self"))
         target = self.eval(func)
+        return self.call_value(target, args, kwargs, node, func)
+
+    def call_value(self, target, args, kwargs, node, func=None):
+        """Call what an expression evaluated to: a helper (inlined), a partial, a lambda, a package
+        class, or a library name (its handler)."""
         if isinstance(target, FuncRef):
             return self.inline(target, args, kwargs, node)
-        if isinstance(target, ModuleRef) and target.qualname.endswith(".create") and ".pipeline." in (
-                "." + target.qualname):
-            return P.create(self, target.qualname.rsplit(".", 2)[-2], args, kwargs, node)
-        name = canonical(target.qualname) if isinstance(target, ModuleRef) else self.callee_name(func)
+        if isinstance(target, PartialRef):
+            return self.call_value(target.func, list(target.args) + list(args), {**dict(target.kwargs), **kwargs},
+                                   node)
+        if isinstance(target, LambdaRef):
+            return self.call_lambda(target, args, kwargs, node)
+        if isinstance(target, ClassRef):
+            return self.unknown_call(target.qualname, args, kwargs, node)
+        if isinstance(target, ModuleRef) and target.qualname.startswith(LIBRARY_PIPELINE_PREFIXES):
+            parts = target.qualname.split(".")
+            if parts[-1] == "create" and len(parts) >= 4:
+                return P.create(self, parts[-2], args, kwargs, node)
+            if len(parts) >= 4 and args and isinstance(args[0], P.Pipeline):
+                # `PipelineTmaAsyncOg.consumer_release(self, state)`: the library's own method.
+                return P.method(self, args[0], parts[-1], args[1:], kwargs, node)
+        if isinstance(target, ModuleRef) and target.qualname.startswith("<class "):
+            self.unmodeled(node, target.qualname[len("<class "):].replace(">", "", 1),
+                           "a method the package class does not define (and it derives from no modeled class)")
+            return Unknown(f"result of {target.qualname}")
+        if isinstance(target, ModuleRef):
+            name = canonical(target.qualname)
+        else:
+            name = self.callee_name(func) if func is not None else ""
         handler = CALLS.get(name)
         if handler is not None:
             return handler(self, args, kwargs, node)
         return self.unknown_call(name, args, kwargs, node)
+
+    def call_lambda(self, lam: LambdaRef, args, kwargs, node):
+        env = dict(lam.env)
+        for i, p in enumerate(lam.node.params.params):
+            n = p.name.value
+            env[n] = args[i] if i < len(args) else kwargs.get(n, self.eval(p.default) if p.default else Unknown(n))
+        saved = self.env
+        self.env = env
+        try:
+            return self.in_module(lam.module, lambda: self.eval(lam.node.body), node)
+        finally:
+            self.env = saved
+
+    def object_setattr(self, args, node):
+        """`object.__setattr__(obj, "name", value)`: how frozen pipeline subclasses re-class the
+        library's object in their `create` and record their options."""
+        if len(args) == 3 and isinstance(args[0], P.Pipeline) and isinstance(args[1], str):
+            if args[1] == "__class__":
+                if isinstance(args[2], ClassRef):
+                    P.set_class(args[0], args[2])
+                else:
+                    self.unmodeled(node, "object.__setattr__", "re-classing to a class we cannot resolve")
+            else:
+                args[0].attrs[args[1]] = args[2]
+            return None
+        if len(args) == 3 and isinstance(args[0], SelfObj) and isinstance(args[1], str):
+            args[0].attrs[args[1]] = args[2]
+        return None
 
     def unknown_call(self, name, args, kwargs, node):
         sync_args = [v for v in list(args) + list(kwargs.values())
@@ -795,6 +951,20 @@ class KernelInterp:
         return Unknown(f"result of {name or 'call'}")
 
     def call_method(self, base, meth, args, kwargs, node):
+        if isinstance(base, P.Pipeline) and base.cls is not None:
+            found = self.project.find_method(base.cls, meth) if self.project is not None else \
+                _own_method(base.cls, meth)
+            if found is not None:  # the subclass overrides it: interpret the override
+                owner, fn = found
+                ref = FuncRef(f"{owner.qualname}.{meth}", fn, module=_module_of(owner, self.root_info), bound=base,
+                              owner=owner)
+                return self.inline(ref, args, kwargs, node)
+        if isinstance(base, SuperRef):
+            return self.call_super(base, meth, args, kwargs, node)
+        if isinstance(base, (PartialRef, LambdaRef, FuncRef)) and meth == "__call__":
+            return self.call_value(base, args, kwargs, node)
+        if isinstance(base, P.MbarArray):
+            return P.mbar_method(self, base, meth, args, kwargs, node)
         if isinstance(base, (P.Pipeline, P.TmaStorePipeline)):
             return P.method(self, base, meth, args, kwargs, node)
         if isinstance(base, P.PipeState):
@@ -841,6 +1011,23 @@ class KernelInterp:
             self.unmodeled(node, f".{meth}(...)", "method call on an unknown object receives a barrier or buffer")
         return Unknown(f"result of .{meth}()")
 
+    def call_super(self, sup: SuperRef, meth, args, kwargs, node):
+        """`super().m(...)` in a method of a pipeline subclass: the next package class along the
+        MRO that defines `m`, else the library's method."""
+        pipe = sup.obj
+        if not isinstance(pipe, P.Pipeline):
+            self.unmodeled(node, f"super().{meth}", "super() outside a pipeline subclass is not modeled")
+            return Unknown("super call")
+        owner = self.owner
+        if owner is not None and self.project is not None:
+            for base in owner.bases:
+                found = self.project.find_method(base, meth)
+                if found is not None:
+                    o, fn = found
+                    ref = FuncRef(f"{o.qualname}.{meth}", fn, module=_module_of(o, self.root_info), bound=pipe, owner=o)
+                    return self.inline(ref, args, kwargs, node)
+        return P.method(self, pipe, meth, args, kwargs, node)
+
     def inline(self, fn: FuncRef, args, kwargs, node):
         if fn.node in self.no_inline:
             return Unknown("kernel launch")
@@ -848,31 +1035,50 @@ class KernelInterp:
             raise Unsupported("helper calls nested too deeply")
         params = fn.node.params
         names = [p.name.value for p in params.params]
-        if fn.bound_self and names and names[0] == "self":
-            names = names[1:]
         saved_env = self.env
         env = {}
+        if fn.bound is not None and names:  # a pipeline subclass's method: `self` is the pipeline
+            env[names[0]] = fn.bound
+            names = names[1:]
+        elif fn.bound_self and names and names[0] == "self":
+            names = names[1:]
+        extra = list(args[len(names):])
+        defaults = {q.name.value: q.default for q in params.params}
         for i, p in enumerate(names):
             if i < len(args):
                 env[p] = args[i]
             elif p in kwargs:
                 env[p] = kwargs[p]
             else:
-                default = next((q.default for q in params.params if q.name.value == p), None)
-                env[p] = self.eval(default) if default is not None else Unknown(f"argument {p}")
+                default = defaults.get(p)
+                env[p] = self.in_module(fn.module, lambda d=default: self.eval(d), node) if default is not None \
+                    else Unknown(f"argument {p}")
         for p in params.kwonly_params:
             n = p.name.value
-            env[n] = kwargs.get(n, self.eval(p.default) if p.default is not None else Unknown(n))
+            if n in kwargs:
+                env[n] = kwargs[n]
+            else:
+                env[n] = self.in_module(fn.module, lambda d=p.default: self.eval(d), node) if p.default is not None \
+                    else Unknown(n)
+        if isinstance(params.star_arg, cst.Param):
+            env[params.star_arg.name.value] = tuple(extra)
+        if params.star_kwarg is not None:
+            named = set(names) | {p.name.value for p in params.kwonly_params}
+            env[params.star_kwarg.name.value] = {k: v for k, v in kwargs.items() if k not in named}
         self.env = env
         self.depth += 1
+        saved_owner = self.owner
+        if fn.owner is not None:
+            self.owner = fn.owner
         try:
-            self.exec_block(fn.node.body)
+            self.in_module(fn.module, lambda: self.exec_block(fn.node.body), node)
             result = None
         except _Return as r:
             result = r.value
         finally:
             self.depth -= 1
             self.env = saved_env
+            self.owner = saved_owner
         return result
 
     # ---------------------------------------------------------------- memory
@@ -1050,6 +1256,66 @@ class RawFence(ir.Op):
     mask: int
 
 
+def inherited_methods(info: ModuleInfo, project, methods: dict) -> dict:
+    """Methods the kernel's class inherits from package base classes (`class Gemm(GemmBase)` with
+    GemmBase in a sibling module): name -> (defining ClassRef, FunctionDef)."""
+    if project is None or not methods:
+        return {}
+    cls_name = next((name for name, node in info.classes.items()
+                     if any(m is fn for m in class_methods_of(node) for fn in methods.values())), None)
+    if cls_name is None:
+        return {}
+    cref = project.class_ref(info, cls_name)
+    out: dict = {}
+    stack, seen = list(cref.bases), set()
+    while stack:
+        c = stack.pop(0)
+        if c.qualname in seen:
+            continue
+        seen.add(c.qualname)
+        for item in class_methods_of(c.node):
+            out.setdefault(item.name.value, (c, item))
+        stack = list(c.bases) + stack
+    return {k: v for k, v in out.items() if k not in methods}
+
+
+def class_methods_of(node) -> list:
+    return [i for i in node.body.body if isinstance(i, cst.FunctionDef)]
+
+
+def _module_of(cref: ClassRef, root: ModuleInfo):
+    """The module a class's code runs in: None for the analyzed file itself."""
+    return None if cref.module is root else cref.module
+
+
+def _own_method(cref: ClassRef, name: str):
+    for item in class_methods_of(cref.node):
+        if item.name.value == name:
+            return cref, item
+    return None
+
+
+def _class_constant(cref: ClassRef, attr: str):
+    """A class-level `attr: T = value` / `attr = value` of the class or its package bases."""
+    stack, seen = [cref], set()
+    while stack:
+        c = stack.pop(0)
+        if c.qualname in seen:
+            continue
+        seen.add(c.qualname)
+        for stmt in c.node.body.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) \
+                            and small.target.value == attr and small.value is not None:
+                        return small.value
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
+                            isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == attr:
+                        return small.value
+        stack = list(c.bases) + stack
+    return None
+
+
 class Registry:
     """State shared by all warps of one kernel: unmodeled items, assumptions, static findings."""
 
@@ -1061,7 +1327,7 @@ class Registry:
         self.steps = 0  # statements interpreted for this kernel (MAX_KERNEL_STEPS)
 
     def add_unmodeled(self, item: ir.Unmodeled):
-        self.unmodeled.setdefault((item.line, item.construct), item)
+        self.unmodeled.setdefault((item.path, item.line, item.construct), item)
 
     def assume(self, text: str):
         if text not in self.assumptions:
@@ -1545,6 +1811,40 @@ def h_printf(it, args, kwargs, node):
     return None
 
 
+def h_partial(it, args, kwargs, node):
+    """`functools.partial(f, *args, **kwargs)`: bound now, inlined when called."""
+    if not args:
+        return Unknown("partial")
+    return PartialRef(args[0], tuple(args[1:]), tuple(kwargs.items()))
+
+
+def h_if_generate(it, args, kwargs, node):
+    """`if_generate(cond, then_fn, else_fn=None)`: the DSL's functional `if`."""
+    cond = _kw(args, kwargs, 0, "cond")
+    then_fn = _kw(args, kwargs, 1, "then_body")
+    else_fn = _kw(args, kwargs, 2, "else_body")
+    cond = it.eval_cond_value(cond)
+
+    def runner(fn):
+        if fn is None:
+            return None
+        return lambda: it.call_value(fn, [], {}, node)
+
+    it.branch(cond, runner(then_fn), runner(else_fn), node)
+    return None
+
+
+def h_isinstance(it, args, kwargs, node):
+    if len(args) != 2 or not isinstance(args[1], ModuleRef):
+        return Unknown("isinstance")
+    kinds = {"int": int, "bool": bool, "float": float, "tuple": tuple, "str": str}
+    want = kinds.get(args[1].qualname)
+    v = args[0]
+    if want is None or isinstance(v, (Unknown, LaneVal)):
+        return Unknown("isinstance")
+    return isinstance(v, want)
+
+
 CALLS: dict = {
     "arch.thread_idx": h_thread_idx, "arch.lane_idx": h_lane_idx, "arch.warp_idx": h_warp_idx,
     "arch.make_warp_uniform": h_identity, "arch.block_idx_in_cluster": h_cta_rank,
@@ -1575,6 +1875,8 @@ CALLS: dict = {
     "pipeline.arrive": h_pipeline_arrive, "pipeline.arrive_and_wait": h_pipeline_arrive_and_wait,
     "pipeline.pipeline_init_arrive": h_init_arrive, "pipeline.pipeline_init_wait": h_init_wait,
     "SmemAllocator": h_allocator, "const_expr": h_const_expr, "print": h_printf,
+    "functools.partial": h_partial, "cutlass_dsl.if_generate": h_if_generate, "if_generate": h_if_generate,
+    "isinstance": h_isinstance,
     "pipeline.CooperativeGroup": P.h_cooperative_group, "pipeline.make_pipeline_state": P.h_make_state,
     "pipeline.PipelineState": P.h_pipeline_state, "cute.nvgpu.tcgen05.commit": P.h_tcgen05_commit,
 }
