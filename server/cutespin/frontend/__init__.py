@@ -124,9 +124,15 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict) ->
     folded by one method is kept when a later method re-assigns it from something unknown."""
     self_obj = SelfObj({})
     assigned = {attr for attr, _ in self_assignments(site.cls)}
-    order = ["__init__"] + [m for m in methods if m != "__init__"]
+    # Methods inherited from base classes (of this file or of sibling modules) set attributes too.
+    inherited = I.inherited_methods(info, info.project, methods)
+    for owner, _ in inherited.values():
+        assigned |= {attr for attr, _ in self_assignments(owner.node)}
+    own = {name: (None, fn) for name, fn in methods.items()}
+    every = {**{n: (I._module_of(o, info), fn) for n, (o, fn) in inherited.items()}, **own}
+    order = ["__init__"] + [m for m in every if m != "__init__"]
     for name in order:
-        fn = methods.get(name)
+        module, fn = every.get(name, (None, None))
         if fn is None or fn is site.node:
             continue
         before = dict(self_obj.attrs)
@@ -138,7 +144,7 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict) ->
                 hit, pv = _pin_matches(n, pins)
                 it.env[n] = pv if hit else Unknown(f"host argument {n}")
         try:
-            it.exec_block(fn.body)
+            it.in_module(module, lambda f=fn: it.exec_block(f.body))
         except (I.Unsupported, I._Return, RecursionError):
             pass
         for attr, val in before.items():

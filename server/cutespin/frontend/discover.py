@@ -261,7 +261,8 @@ def discover(text: str, package: Optional[str] = None) -> ModuleInfo:
     for site in info.kernels:
         hosts = []
         if site.cls is not None:
-            hosts = [i for i in site.cls.body.body if isinstance(i, cst.FunctionDef)]
+            hosts = [i for c in _local_lineage(site.cls, info.classes) for i in c.body.body
+                     if isinstance(i, cst.FunctionDef)]
         hosts += list(info.functions.values())
         for host in hosts:
             finder = _LaunchFinder()
@@ -273,6 +274,20 @@ def discover(text: str, package: Optional[str] = None) -> ModuleInfo:
             if site.qualname in info.launches:
                 break
     return info
+
+
+def _local_lineage(cls: cst.ClassDef, classes: dict) -> list:
+    """The class and its base classes defined in the same file (a kernel class that inherits its
+    host `__call__` from a local base launches through it)."""
+    out, todo = [], [cls]
+    while todo and len(out) < 16:
+        c = todo.pop(0)
+        if c in out:
+            continue
+        out.append(c)
+        todo += [classes[b.value.value] for b in c.bases
+                 if isinstance(b.value, cst.Name) and b.value.value in classes]
+    return out
 
 
 def class_methods(cls: Optional[cst.ClassDef]) -> dict:

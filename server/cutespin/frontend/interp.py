@@ -17,11 +17,11 @@ import libcst as cst
 from .. import ir
 from . import pipelines as P
 from .discover import ModuleInfo, canonical, qualify
-from .project import LIBRARY_PIPELINE_PREFIXES, local_class_ref
+from .project import LIBRARY_PIPELINE_PREFIXES, ClassAttr, local_class_ref
 from .values import _flatten as _flat
 from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, ClassRef, DType, ElectCtx, FlagRead, FuncRef, Gmem, LambdaRef, LaneVal,
-    Layout, ModuleRef, NamedBarrierObj, PartialRef, SelfObj, Smem, Storage, SuperRef, TmaAtom, TryWaitResult,
+    Layout, LibraryCreate, ModuleRef, NamedBarrierObj, PartialRef, SelfObj, Smem, Storage, SuperRef, TmaAtom, TryWaitResult,
     Unknown,
 )
 
@@ -147,6 +147,7 @@ class KernelInterp:
         self.bulk_open: list = []
         self.depth = 0
         self.assign_name: Optional[str] = None
+        self.outer_name: Optional[str] = None  # the analyzed file's variable a helper's result goes to
         self.no_inline: set = set()
         self.steps = 0
 
@@ -566,6 +567,8 @@ class KernelInterp:
             target = self.project.resolve(qualname)
             if isinstance(target, (FuncRef, ClassRef)):
                 return target
+            if isinstance(target, ClassAttr):
+                return self.class_attribute(target.cls, target.attr)
         return ModuleRef(qualname)
 
     def class_ref(self, name: str) -> ClassRef:
@@ -581,6 +584,8 @@ class KernelInterp:
             owner, fn = found
             return FuncRef(f"{owner.qualname}.{attr}", fn, module=_module_of(owner, self.root_info), owner=owner)
         if cref.library_base is not None:
+            if attr == "create":
+                return LibraryCreate(cref)
             return ModuleRef(f"cutlass.pipeline.{cref.library_base}.{attr}")
         value = _class_constant(cref, attr)
         if value is not None:
@@ -864,9 +869,6 @@ class KernelInterp:
                 return self.object_setattr(args, node)
             base = self.eval(func.value)
             meth = func.attr.value
-            if isinstance(base, ClassRef) and meth == "create" and base.library_base is not None and \
-                    self.class_attribute(base, "create") == ModuleRef(f"cutlass.pipeline.{base.library_base}.create"):
-                return P.with_class(P.create(self, base.library_base, args, kwargs, node), base)
             if not isinstance(base, (ModuleRef, SelfObj, ClassRef)):
                 return self.call_method(base, meth, args, kwargs, node)
         if isinstance(func, cst.Name) and func.value == "super" and func.value not in self.env:
@@ -884,6 +886,8 @@ class KernelInterp:
                                    node)
         if isinstance(target, LambdaRef):
             return self.call_lambda(target, args, kwargs, node)
+        if isinstance(target, LibraryCreate):
+            return P.with_class(P.create(self, target.cls.library_base, args, kwargs, node), target.cls)
         if isinstance(target, ClassRef):
             return self.unknown_call(target.qualname, args, kwargs, node)
         if isinstance(target, ModuleRef) and target.qualname.startswith(LIBRARY_PIPELINE_PREFIXES):
@@ -1067,9 +1071,11 @@ class KernelInterp:
             env[params.star_kwarg.name.value] = {k: v for k, v in kwargs.items() if k not in named}
         self.env = env
         self.depth += 1
-        saved_owner = self.owner
+        saved_owner, saved_outer = self.owner, self.outer_name
         if fn.owner is not None:
             self.owner = fn.owner
+        if self.outer_name is None:
+            self.outer_name = self.assign_name
         try:
             self.in_module(fn.module, lambda: self.exec_block(fn.node.body), node)
             result = None
@@ -1078,7 +1084,7 @@ class KernelInterp:
         finally:
             self.depth -= 1
             self.env = saved_env
-            self.owner = saved_owner
+            self.owner, self.outer_name = saved_owner, saved_outer
         return result
 
     # ---------------------------------------------------------------- memory

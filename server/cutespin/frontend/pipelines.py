@@ -265,7 +265,8 @@ def create(it, cls: str, args, kwargs, node):
     if not isinstance(storage, Smem):
         it.unmodeled(node, f"{cls}.create", "barrier_storage could not be resolved")
         return Unknown("pipeline")
-    label = (it.assign_name or "pipeline")
+    # Named after the kernel's variable, also when a subclass's `create` calls the library's.
+    label = (it.outer_name or it.assign_name or "pipeline")
     full = storage.at(label=f"{label}.full", stage=None, label_base=storage.offset)
     empty = storage.at(label=f"{label}.empty", offset=storage.offset + stages, stage=None,
                        label_base=storage.offset + stages)

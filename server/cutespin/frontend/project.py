@@ -95,6 +95,15 @@ class _ModuleCache:
         return info
 
 
+@dataclass(frozen=True)
+class ClassAttr:
+    """`pkg.mod.Cls.attr`: the interpreter decides what it is (a method along the MRO, the
+    library's `create`, a class constant)."""
+
+    cls: ClassRef
+    attr: str
+
+
 class _TooLarge(Exception):
     def __init__(self, size: int):
         self.size = size
@@ -205,12 +214,7 @@ class Project:
             cref = self.class_ref(mod, name)
             if not tail:
                 return cref
-            if len(tail) == 1:
-                found = self.find_method(cref, tail[0])
-                if found is not None:
-                    owner, fn = found
-                    return FuncRef(f"{owner.qualname}.{tail[0]}", fn, module=owner.module, owner=owner)
-            return None
+            return ClassAttr(cref, tail[0]) if len(tail) == 1 else None
         if name in mod.aliases:  # a re-export: `from .pipeline import PipelineTmaAsync` in __init__
             return self.resolve(".".join([mod.aliases[name]] + tail), seen)
         return self.resolve(".".join([mod_name, name] + tail), seen)  # a submodule

@@ -150,6 +150,13 @@ class LambdaRef:
 
 
 @dataclass(frozen=True)
+class LibraryCreate:
+    """`Sub.create` of a package subclass that inherits the library's `create`."""
+
+    cls: Any
+
+
+@dataclass(frozen=True)
 class SuperRef:
     """`super()` inside a method of a pipeline subclass: the library behaviour of the object."""
 
