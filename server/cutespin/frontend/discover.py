@@ -102,7 +102,7 @@ def relative_base(package: Optional[str], dots: int) -> Optional[str]:
         return None
     parts = package.split(".") if package else []
     up = dots - 1
-    if up > len(parts) or not parts:
+    if up >= len(parts):
         return None
     return ".".join(parts[:len(parts) - up])
 

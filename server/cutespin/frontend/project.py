@@ -132,7 +132,7 @@ class Project:
         if not path or not p.is_file():
             return None
         root, name = package_root(p)
-        return Project(root, name, str(p.resolve()))
+        return Project(root, name, str(p.resolve()), max_modules=MAX_MODULES)
 
     @property
     def package(self) -> str:

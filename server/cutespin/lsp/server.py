@@ -20,7 +20,7 @@ from pygls.uris import to_fs_path
 
 from .. import api
 from . import convert
-from .deps import depends_on
+from .deps import depends_on, model_depends_on
 from .jobs import DocState, Job, JobManager, KernelEntry, Sink, check_key, run_check
 from .positions import RangeEdit, WholeEdit
 from .settings import SECTION, ServerOptions, parse_options
@@ -62,7 +62,8 @@ class CutespinServer(LanguageServer, Sink):
             doc = self.workspace.text_documents.get(uri)
             if doc is None or not uri.startswith("file:") or Path(doc.path).resolve() == changed.resolve():
                 continue
-            if changed.name == "pyproject.toml" or depends_on(doc.source, Path(doc.path), changed, roots):
+            if changed.name == "pyproject.toml" or depends_on(doc.source, Path(doc.path), changed, roots) \
+                    or model_depends_on(self.docs[uri], changed):
                 self.log_message(f"cutespin: {changed.name} changed on disk: re-checking {Path(doc.path).name}")
                 self.schedule(uri, "dependency", force=True)
 
@@ -441,8 +442,12 @@ def did_open(ls: CutespinServer, params: T.DidOpenTextDocumentParams) -> None:
 
 @SERVER.feature(T.TEXT_DOCUMENT_DID_SAVE, T.SaveOptions(include_text=False))
 def did_save(ls: CutespinServer, params: T.DidSaveTextDocumentParams) -> None:
-    """Check on save (a newer save cancels the running check)."""
+    """Check on save (a newer save cancels the running check); the open kernels whose models
+    include code of the saved module are re-checked too."""
     ls.schedule(params.text_document.uri, "save")
+    path = to_fs_path(params.text_document.uri)
+    if path:
+        ls.on_disk_change(Path(path))
 
 
 @SERVER.feature(T.TEXT_DOCUMENT_DID_CHANGE)
