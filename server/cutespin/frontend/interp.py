@@ -21,7 +21,7 @@ from .project import LIBRARY_PIPELINE_PREFIXES, ClassAttr, local_class_ref
 from .values import _flatten as _flat
 from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, ClassRef, DType, ElectCtx, FlagRead, FuncRef, Gmem, LambdaRef, LaneVal,
-    Layout, LibraryCreate, ModuleRef, NamedBarrierObj, PartialRef, SelfObj, Smem, Storage, SuperRef, TmaAtom, TryWaitResult,
+    Layout, LibraryCreate, ModuleRef, NamedBarrierObj, PartialRef, Record, SelfObj, Smem, Storage, SuperRef, TmaAtom, TryWaitResult,
     Unknown,
 )
 
@@ -98,7 +98,8 @@ PURE_ARCH = {
     "arch.setmaxregister_increase", "arch.setmaxregister_decrease", "arch.warpgroup_reg_alloc",
     "arch.warpgroup_reg_dealloc", "arch.cvt_f32_bf16", "arch.get_dyn_smem_size", "arch.dynamic_smem_size",
     "arch.grid_dim", "arch.cluster_idx", "arch.cluster_dim", "arch.block_in_cluster_dim",
-    "arch.physical_warp_id", "arch.warp_redux_sync", "arch.nanosleep", "arch.clock", "arch.clock64",
+    "arch.physical_warp_id", "arch.warp_redux_sync", "arch.warp_reduction", "arch.warp_reduction_sum",
+    "arch.warp_reduction_max", "arch.nanosleep", "arch.clock", "arch.clock64",
 }
 VIEW_METHODS = (
     "partition", "get_slice", "local_tile", "composition", "make_tensor", "group_modes",
@@ -269,7 +270,7 @@ class KernelInterp:
                     self.assign(e, Unknown("unpacked runtime value"), node)
         elif isinstance(target, cst.Attribute):
             base = self.eval(target.value)
-            if isinstance(base, SelfObj):
+            if isinstance(base, (SelfObj, Record)):
                 base.attrs[target.attr.value] = value
         elif isinstance(target, cst.Subscript):
             base = self.eval(target.value)
@@ -627,6 +628,12 @@ class KernelInterp:
             return self.ref(f"{base.qualname}.{attr}")
         if isinstance(base, ClassRef):
             return self.class_attribute(base, attr)
+        if isinstance(base, Record):
+            if attr in base.attrs:
+                return base.attrs[attr]
+            got = self.class_attribute(base.cls, attr)
+            return got if not (isinstance(got, ModuleRef) and got.qualname.startswith("<class ")) \
+                else Unknown(f"attribute {attr}")
         if isinstance(base, P.Pipeline):
             return self.pipeline_attribute(base, attr)
         if isinstance(base, P.MbarArray):
@@ -889,7 +896,7 @@ class KernelInterp:
         if isinstance(target, LibraryCreate):
             return P.with_class(P.create(self, target.cls.library_base, args, kwargs, node), target.cls)
         if isinstance(target, ClassRef):
-            return self.unknown_call(target.qualname, args, kwargs, node)
+            return self.construct(target, args, kwargs, node)
         if isinstance(target, ModuleRef) and target.qualname.startswith(LIBRARY_PIPELINE_PREFIXES):
             parts = target.qualname.split(".")
             if parts[-1] == "create" and len(parts) >= 4:
@@ -909,6 +916,32 @@ class KernelInterp:
         if handler is not None:
             return handler(self, args, kwargs, node)
         return self.unknown_call(name, args, kwargs, node)
+
+    def construct(self, cref: ClassRef, args, kwargs, node):
+        """`Cls(...)` of a package class: a dataclass or NamedTuple binds its fields; a class
+        with an `__init__` runs it on a fresh record; anything else is an unknown call."""
+        init = self.project.find_method(cref, "__init__") if self.project is not None else \
+            _own_method(cref, "__init__")
+        if init is not None:
+            rec = Record(cref, {})
+            owner, fn = init
+            self.inline(FuncRef(f"{owner.qualname}.__init__", fn, module=_module_of(owner, self.root_info), bound=rec,
+                                owner=owner), args, kwargs, node)
+            return rec
+        fields = _record_fields(cref)
+        if fields is None or cref.library_base is not None:
+            return self.unknown_call(cref.qualname, args, kwargs, node)
+        attrs = {}
+        for i, (name, default) in enumerate(fields):
+            if i < len(args):
+                attrs[name] = args[i]
+            elif name in kwargs:
+                attrs[name] = kwargs[name]
+            elif default is not None:
+                attrs[name] = self.in_module(_module_of(cref, self.root_info), lambda d=default: self.eval(d), node)
+            else:
+                attrs[name] = Unknown(f"field {name}")
+        return Record(cref, attrs)
 
     def call_lambda(self, lam: LambdaRef, args, kwargs, node):
         env = dict(lam.env)
@@ -965,6 +998,14 @@ class KernelInterp:
                 return self.inline(ref, args, kwargs, node)
         if isinstance(base, SuperRef):
             return self.call_super(base, meth, args, kwargs, node)
+        if isinstance(base, Record):
+            found = self.project.find_method(base.cls, meth) if self.project is not None else \
+                _own_method(base.cls, meth)
+            if found is not None:
+                owner, fn = found
+                ref = FuncRef(f"{owner.qualname}.{meth}", fn, module=_module_of(owner, self.root_info), bound=base,
+                              owner=owner)
+                return self.inline(ref, args, kwargs, node)
         if isinstance(base, (PartialRef, LambdaRef, FuncRef)) and meth == "__call__":
             return self.call_value(base, args, kwargs, node)
         if isinstance(base, P.MbarArray):
@@ -1299,6 +1340,45 @@ def _own_method(cref: ClassRef, name: str):
         if item.name.value == name:
             return cref, item
     return None
+
+
+def _record_fields(cref: ClassRef):
+    """[(field, default expression or None)] of a `@dataclass` or NamedTuple class (bases' fields
+    first), or None when the class is neither."""
+    def is_record(c) -> bool:
+        decorated = any("dataclass" in _dotted_name(d.decorator) for d in c.node.decorators)
+        return decorated or any(_dotted_name(b.value).endswith("NamedTuple") for b in c.node.bases)
+
+    lineage, todo = [], [cref]
+    while todo and len(lineage) < 16:
+        c = todo.pop(0)
+        if c not in lineage:
+            lineage.append(c)
+            todo += list(c.bases)
+    if not any(is_record(c) for c in lineage):
+        return None
+    fields: dict = {}
+    for c in reversed(lineage):
+        for stmt in c.node.body.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                        ann = _dotted_name(small.annotation.annotation)
+                        if not ann.endswith("ClassVar"):
+                            fields[small.target.value] = small.value
+    return list(fields.items())
+
+
+def _dotted_name(node) -> str:
+    if isinstance(node, cst.Call):
+        node = node.func
+    if isinstance(node, cst.Subscript):
+        node = node.value
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted_name(node.value)}.{node.attr.value}"
+    return ""
 
 
 def _class_constant(cref: ClassRef, attr: str):

@@ -149,6 +149,15 @@ class LambdaRef:
     module: Any = field(default=None, compare=False, hash=False)
 
 
+@dataclass
+class Record:
+    """An object of a package class built in the kernel: a `@dataclass` / NamedTuple of
+    parameters (barrier pointers among them), or a class whose `__init__` we interpret."""
+
+    cls: Any
+    attrs: dict
+
+
 @dataclass(frozen=True)
 class LibraryCreate:
     """`Sub.create` of a package subclass that inherits the library's `create`."""
