@@ -595,8 +595,10 @@ class KernelInterp:
 
     def in_module(self, module, thunk, call_node=None):
         """Run `thunk` with `module` as the current module (spans, imports and constants come from
-        it); entering a sibling module from the analyzed file anchors its spans at `call_node`."""
-        if module is None or module is self.info:
+        it); entering a sibling module from the analyzed file anchors its spans at `call_node`.
+        None is the analyzed file (its helpers, called from a sibling's code)."""
+        module = module if module is not None else self.root_info
+        if module is self.info:
             return thunk()
         saved = (self.info, self.anchor)
         if self.anchor is None and self.info is self.root_info and call_node is not None:
@@ -879,7 +881,7 @@ class KernelInterp:
             if not isinstance(base, (ModuleRef, SelfObj, ClassRef)):
                 return self.call_method(base, meth, args, kwargs, node)
         if isinstance(func, cst.Name) and func.value == "super" and func.value not in self.env:
-            return SuperRef(self.env.get("self"))
+            return SuperRef(self.env.get("self", self.self_obj))
         target = self.eval(func)
         return self.call_value(target, args, kwargs, node, func)
 
@@ -1060,9 +1062,12 @@ class KernelInterp:
         """`super().m(...)` in a method of a pipeline subclass: the next package class along the
         MRO that defines `m`, else the library's method."""
         pipe = sup.obj
-        if not isinstance(pipe, P.Pipeline):
-            self.unmodeled(node, f"super().{meth}", "super() outside a pipeline subclass is not modeled")
-            return Unknown("super call")
+        if isinstance(pipe, SelfObj) and self.owner is None and meth in self.inherited:
+            owner, fn = self.inherited[meth]  # the kernel class's base (the MRO after the class itself)
+            return self.inline(FuncRef(meth, fn, bound_self=True, module=_module_of(owner, self.root_info),
+                                       owner=owner), args, kwargs, node)
+        if not isinstance(pipe, (P.Pipeline, Record)):
+            return self.call_method(Unknown("super()"), meth, args, kwargs, node)  # as an unknown object
         owner = self.owner
         if owner is not None and self.project is not None:
             for base in owner.bases:
@@ -1071,6 +1076,8 @@ class KernelInterp:
                     o, fn = found
                     ref = FuncRef(f"{o.qualname}.{meth}", fn, module=_module_of(o, self.root_info), bound=pipe, owner=o)
                     return self.inline(ref, args, kwargs, node)
+        if isinstance(pipe, Record):
+            return self.call_method(Unknown("super()"), meth, args, kwargs, node)
         return P.method(self, pipe, meth, args, kwargs, node)
 
     def inline(self, fn: FuncRef, args, kwargs, node):

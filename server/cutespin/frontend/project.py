@@ -26,6 +26,7 @@ from .values import ClassRef, FuncRef
 
 MAX_MODULES = 48  # sibling modules one check may parse
 MAX_MODULE_CHARS = 256 * 1024  # larger sibling modules are not followed
+MAX_NAMESPACE_LEVELS = 2  # folders above the package root searched for namespace packages
 LIBRARY_PIPELINE_PREFIXES = ("cutlass.pipeline.", "cutlass.utils.pipeline.")
 
 
@@ -143,11 +144,24 @@ class Project:
         parts = dotted.split(".")
         if not dotted or any(not p.isidentifier() for p in parts):
             return None
-        base = self.root.joinpath(*parts)
-        for cand in (base.with_suffix(".py"), base / "__init__.py"):
-            if cand.is_file():
-                return cand
+        for root in self.search_roots():
+            base = root.joinpath(*parts)
+            for cand in (base.with_suffix(".py"), base / "__init__.py"):
+                if cand.is_file():
+                    return cand
         return None
+
+    def search_roots(self) -> list:
+        """The root, then folders above it that a namespace package (PEP 420: a top-level folder
+        without `__init__.py`, like `flash_attn/` over `flash_attn/cute/`) leads into: an
+        ancestor counts when the path from it down to the root is made of identifiers."""
+        roots, folder = [self.root], self.root
+        for _ in range(MAX_NAMESPACE_LEVELS):
+            if not folder.name.isidentifier() or folder.parent == folder:
+                break
+            folder = folder.parent
+            roots.append(folder)
+        return roots
 
     def load(self, dotted: str) -> Optional[ModuleInfo]:
         if dotted in self.loaded:
