@@ -185,3 +185,30 @@ def test_unmodeled_inside_a_sibling_carries_its_path(tmp_path, require_spin):
     assert Path(u.path) == sync.resolve() and u.line == line_of(sync, "arrive_count=n_unknown")
     assert "sync.py line" in k.reason
     assert k.to_json()["unmodeled"][0]["path"] == str(sync.resolve())
+
+
+def test_kernel_class_inherits_from_a_sibling_base(require_spin):
+    kernels = check("inherit.py")
+    k = kernels["Derived.kernel"]  # HandoffBase.__init__ sets the shape; HandoffBase.produce calls
+    assert k.verdict == "verified", k.reason  # back into Derived.stage_row (the analyzed file)
+    assert not any("block size not foldable" in a for a in k.assumptions)
+    assert {Path(d).name for d in k.model.deps} == {"base.py", "sync.py"}
+    bad = kernels["DerivedTwoWarps.kernel"]  # its __init__ calls super().__init__() then doubles `expected`
+    assert bad.verdict == "counterexample"
+    (f,) = bad.findings
+    assert f.code == "CS101" and Path(f.path) == (PKG / "sync.py").resolve()
+    assert f.span.anchor.line == line_of(PKG / "inherit.py", "await_phase(ready, 0)", nth=2)
+    assert [p.role for p in bad.model.processes] == [p.role for p in k.model.processes]  # 2 warps, not 4
+
+
+def test_namespace_package_above_the_root(tmp_path):
+    """`ns/` has no `__init__.py` (PEP 420): `from ns.pkg.helpers import f` still resolves."""
+    pkg = tmp_path / "ns" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helpers.py").write_text("def f(bar):\n    return bar\n")
+    (pkg / "k.py").write_text("from ns.pkg.helpers import f\n")
+    p = Project.for_file(str(pkg / "k.py"))
+    assert p.root == tmp_path / "ns" and p.module_name == "pkg.k"
+    assert p.resolve("ns.pkg.helpers.f").node.name.value == "f"
+    assert p.resolve("pkg.helpers.f").node.name.value == "f"

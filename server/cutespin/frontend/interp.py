@@ -1062,10 +1062,16 @@ class KernelInterp:
         """`super().m(...)` in a method of a pipeline subclass: the next package class along the
         MRO that defines `m`, else the library's method."""
         pipe = sup.obj
-        if isinstance(pipe, SelfObj) and self.owner is None and meth in self.inherited:
-            owner, fn = self.inherited[meth]  # the kernel class's base (the MRO after the class itself)
-            return self.inline(FuncRef(meth, fn, bound_self=True, module=_module_of(owner, self.root_info),
-                                       owner=owner), args, kwargs, node)
+        if isinstance(pipe, SelfObj):
+            found = None
+            if self.owner is None:
+                found = self.inherited.get(meth)  # the kernel class's bases (the MRO after the class itself)
+            elif self.project is not None:
+                found = next((f for f in (self.project.find_method(b, meth) for b in self.owner.bases) if f), None)
+            if found is not None:
+                owner, fn = found
+                return self.inline(FuncRef(meth, fn, bound_self=True, module=_module_of(owner, self.root_info),
+                                           owner=owner), args, kwargs, node)
         if not isinstance(pipe, (P.Pipeline, Record)):
             return self.call_method(Unknown("super()"), meth, args, kwargs, node)  # as an unknown object
         owner = self.owner
@@ -1120,8 +1126,7 @@ class KernelInterp:
         self.env = env
         self.depth += 1
         saved_owner, saved_outer = self.owner, self.outer_name
-        if fn.owner is not None:
-            self.owner = fn.owner
+        self.owner = fn.owner  # the class a `super()` inside this function starts after
         if self.outer_name is None:
             self.outer_name = self.assign_name
         try:
@@ -1330,7 +1335,7 @@ def inherited_methods(info: ModuleInfo, project, methods: dict) -> dict:
         for item in class_methods_of(c.node):
             out.setdefault(item.name.value, (c, item))
         stack = list(c.bases) + stack
-    return {k: v for k, v in out.items() if k not in methods}
+    return out  # overridden ones included: `super().m()` reaches them (own methods are looked up first)
 
 
 def class_methods_of(node) -> list:
