@@ -238,7 +238,7 @@ def sync_lines(kr: KernelResult) -> list:
     copies, tracked accesses), for editor hovers on a verified kernel's barrier lines."""
     if kr.promela is None:
         return []
-    return sorted({i.span.line for i in kr.promela.lines.values() if i.span is not None})
+    return sorted({i.span.line for i in kr.promela.lines.values() if i.span is not None and not i.span.path})
 
 
 def barrier_inits(kr: KernelResult) -> list:
@@ -256,6 +256,8 @@ def barrier_inits(kr: KernelResult) -> list:
                 inits.setdefault(op.bar.index, op)
     out = []
     for index, init in sorted(inits.items()):
+        if init.span.path:  # initialised inside a sibling module's code (a pipeline subclass's create)
+            continue
         total, per_phase = ir.arrivals_per_phase(k, index)
         out.append({"line": init.span.line, "end_line": init.span.end_line, "end_column": init.span.end_column,
                     "barrier": init.bar.name, "cta": init.bar.cta, "expected": init.count,

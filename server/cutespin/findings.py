@@ -67,6 +67,7 @@ class TraceStep:
     line: int
     what: str
     state: str = ""
+    path: str = ""  # a sibling module's file when the step runs inside one of its helpers
 
 
 @dataclass
@@ -159,7 +160,7 @@ def build_trace(res: RunResult, pm: PromelaModel, path: str, line_shift=None):
         role = _role_of(pm, s.proc)
         state = _barrier_state(res_values(res, s.depth), info.barrier)
         line = info.span.line if info.span else 0
-        steps.append(TraceStep(i + 1, role, line, info.what, state))
+        steps.append(TraceStep(i + 1, role, line, info.what, state, info.span.path if info.span else ""))
         if info.span is not None:
             related.append(Related(path, info.span, f"step {i + 1}: {role} {info.what}" + (f" [{state}]" if state else "")))
     return steps, related

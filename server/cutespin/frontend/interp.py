@@ -874,7 +874,7 @@ class KernelInterp:
                 args.append(v)
         # Method calls on values we model.
         if isinstance(func, cst.Attribute) and qualify(func, self.info.aliases) is None:
-            if self.code(func) == "object.__setattr__":
+            if func.attr.value == "__setattr__" and isinstance(func.value, cst.Name) and func.value.value == "object":
                 return self.object_setattr(args, node)
             base = self.eval(func.value)
             meth = func.attr.value

@@ -80,6 +80,14 @@ class Placement:
         return from_fs_path(path) or path
 
 
+def doc_line(f, place: Placement, def_line: int) -> int:
+    """The line of the analysed text where a finding shows: its own, or, inside a sibling
+    module's helper, the call that led there (else the kernel's `def`)."""
+    if f.path == place.path or not f.span.path:
+        return f.span.line
+    return f.span.anchor.line if f.span.anchor is not None else def_line
+
+
 def finding_id(qualname: str, index: int) -> str:
     return f"{qualname}#{index}"
 
@@ -190,7 +198,7 @@ def relevant_steps(steps: list, lines_of_interest: set, tail: int = HOVER_TAIL) 
     keep = set(range(max(len(steps) - tail, 0), len(steps)))
     last_by_role = {}
     for i, s in enumerate(steps):
-        if s.line in lines_of_interest:
+        if s.line in lines_of_interest and not getattr(s, "path", ""):
             keep.add(i)
         last_by_role[s.process] = i
     keep |= set(last_by_role.values())
@@ -207,7 +215,9 @@ def trace_table(steps: list, place: Placement, keep: Optional[list] = None) -> s
             n = i - prev - 1
             rows.append(f"| … | | | *{n} step{'s' if n != 1 else ''} not shown* | |")
         s = steps[i]
-        line = place.current_line(s.line) if s.line else ""
+        line = place.current_line(s.line) if s.line and not s.path else ""
+        if s.line and s.path:  # inside a sibling module's helper: its file and line
+            line = f"{Path(s.path).name}:{s.line}"
         rows.append(f"| {s.index} | {_cell(s.process)} | {line} | {_cell(s.what)} | {_cell(s.state)} |")
         prev = i
     if keep and keep[-1] < len(steps) - 1:
@@ -381,7 +391,8 @@ def inlay_hints(inits: list, place: Placement) -> list:
 
 
 def trace_json(f, place: Placement) -> list:
-    return [{"step": s.index, "role": s.process, "line": place.current_line(s.line) if s.line else None,
+    return [{"step": s.index, "role": s.process,
+             "line": place.current_line(s.line) if s.line and not s.path else None,
              "operation": s.what, "barrier": s.state} for s in f.steps]
 
 
@@ -390,6 +401,6 @@ def promela_line_map(pm, place: Placement) -> dict:
     out = {}
     for n, info in sorted(pm.lines.items()):
         span = getattr(info, "span", None)
-        if span is not None:
+        if span is not None and not span.path:
             out[str(n)] = place.current_line(span.line)
     return out

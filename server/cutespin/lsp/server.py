@@ -526,9 +526,10 @@ def hover(ls: CutespinServer, params: T.HoverParams) -> Optional[T.Hover]:
         kr = entry.result
         place = ls.entry_placement(st, entry)
         for i, f in enumerate(kr.findings):
-            hits = [s.line for s in f.steps if s.line and place.current_line(s.line) == line]
-            if place.current_line(f.span.line) == line:
-                hits.append(f.span.line)
+            hits = [s.line for s in f.steps if s.line and not s.path and place.current_line(s.line) == line]
+            shown = convert.doc_line(f, place, kr.line)
+            if place.current_line(shown) == line:
+                hits.append(shown)
             if hits:
                 sections.append(convert.finding_hover(f, convert.finding_id(kr.qualname, i), place, hits[0]))
         on_sync = kr.verdict != "counterexample" and any(place.current_line(n) == line for n in api.sync_lines(kr))
@@ -569,7 +570,8 @@ def code_action(ls: CutespinServer, params: T.CodeActionParams) -> Optional[list
             for entry in st.kernels.values():
                 place = ls.entry_placement(st, entry)
                 for f in entry.result.findings:
-                    if entry.fixes_ready and params.range.start.line <= place.current_line(f.span.line) - 1 \
+                    shown = convert.doc_line(f, place, entry.result.line)
+                    if entry.fixes_ready and params.range.start.line <= place.current_line(shown) - 1 \
                             <= params.range.end.line:
                         actions += convert.quick_fixes(f, place, version, None)
     if _kind_wanted(convert.FIX_ALL_KIND, only):
