@@ -209,7 +209,8 @@ class KernelInterp:
         elif isinstance(stmt, cst.With):
             self.exec_with(stmt)
         elif isinstance(stmt, cst.FunctionDef):
-            self.env[stmt.name.value] = FuncRef(stmt.name.value, stmt)
+            here = self.info if self.info is not self.root_info else None
+            self.env[stmt.name.value] = FuncRef(stmt.name.value, stmt, module=here)
         elif isinstance(stmt, cst.ClassDef):
             self.env[stmt.name.value] = ModuleRef(f"<local class {stmt.name.value}>")
         elif isinstance(stmt, cst.Try):
