@@ -158,7 +158,8 @@ def test_same_named_class_without_inheritance_stays_unmodeled(ring):
     k = ring["FakeSum.kernel"]
     assert k.verdict == "inconclusive"
     assert [(u.line, u.construct) for u in k.unmodeled] == [
-        (line_of(PKG / "ring.py", "ring = PipelineTmaAsync.create("), "mypkg.fakes.PipelineTmaAsync.create")]
+        (line_of(PKG / "ring.py", "ring = PipelineTmaAsync.create("), "mypkg.fakes.PipelineTmaAsync.create"),
+        (line_of(PKG / "ring.py", "ring.producer_acquire(state)", nth=4), ".producer_acquire(...)")]
 
 
 def test_functools_partial_of_package_helpers(partials):

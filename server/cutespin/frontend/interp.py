@@ -109,6 +109,12 @@ VIEW_METHODS = (
 )
 
 
+PIPELINE_METHODS = {
+    "producer_acquire", "producer_commit", "producer_tail", "consumer_wait", "consumer_release",
+    "producer_get_barrier", "consumer_get_barrier",
+}
+
+
 def _view_name(name: str) -> bool:
     last = name.rsplit(".", 1)[-1]
     return any(last.startswith(v) or last == v for v in VIEW_METHODS)
@@ -1053,6 +1059,11 @@ class KernelInterp:
             for v in args:
                 if isinstance(v, (Smem, Gmem)):
                     return v
+        if isinstance(base, Unknown) and meth in PIPELINE_METHODS and any(
+                isinstance(v, (P.PipeState, P.Handle)) for v in list(args) + list(kwargs.values())):
+            # A pipeline we could not build (e.g. a package subclass's `create` we cannot follow).
+            self.unmodeled(node, f".{meth}(...)", "pipeline method on an object that could not be resolved")
+            return Unknown(f"result of .{meth}()")
         sync_args = [v for v in args + list(kwargs.values()) if isinstance(v, (Smem, NamedBarrierObj))]
         if sync_args and meth not in ("partition_shape_A", "partition_shape_B", "make_fragment_A",
                                       "make_fragment_B", "make_fragment_C", "retile"):
