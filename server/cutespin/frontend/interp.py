@@ -508,8 +508,18 @@ class KernelInterp:
             return True
         return Unknown("runtime condition")
 
+    def qualify(self, expr) -> Optional[str]:
+        """The imported dotted name an expression refers to, unless a local variable (a helper's
+        parameter named `pipeline`, say) shadows the import it starts from."""
+        root = expr
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if isinstance(root, cst.Name) and root.value in self.env:
+            return None
+        return qualify(expr, self.info.aliases)
+
     def callee_name(self, func) -> str:
-        q = qualify(func, self.info.aliases)
+        q = self.qualify(func)
         if q:
             return canonical(q)
         if isinstance(func, cst.Name):
@@ -617,7 +627,7 @@ class KernelInterp:
             self.info, self.anchor = saved
 
     def eval_Attribute(self, node):
-        q = qualify(node, self.info.aliases)
+        q = self.qualify(node)
         if q:
             return self.ref(q)
         base = self.eval(node.value)
@@ -880,7 +890,7 @@ class KernelInterp:
             else:
                 args.append(v)
         # Method calls on values we model.
-        if isinstance(func, cst.Attribute) and qualify(func, self.info.aliases) is None:
+        if isinstance(func, cst.Attribute) and self.qualify(func) is None:
             if func.attr.value == "__setattr__" and isinstance(func.value, cst.Name) and func.value.value == "object":
                 return self.object_setattr(args, node)
             base = self.eval(func.value)
