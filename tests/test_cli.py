@@ -216,10 +216,10 @@ def test_no_trace_drops_the_steps(capsys):
 # JSON contract
 
 KERNEL_KEYS = {"name", "qualname", "line", "verdict", "reason", "bounds", "assumptions", "findings", "unmodeled",
-               "stats"}
+               "stats", "depends_on"}
 BOUNDS_KEYS = {"loop", "stages", "cluster", "depth", "states", "seconds"}
 STATS_KEYS = {"states", "transitions", "seconds", "compiler"}
-FINDING_KEYS = {"code", "kind", "severity", "message", "range", "related", "fixes"}
+FINDING_KEYS = {"code", "kind", "severity", "message", "path", "range", "related", "fixes"}
 
 
 def check_range(r, n_lines=None):
@@ -268,6 +268,7 @@ def test_json_contract(capsys, inconclusive_file, syntax_error_file):
                 assert set(u) == {"path", "line", "construct", "why"}
             for fd in k["findings"]:
                 assert set(fd) == FINDING_KEYS
+                assert fd["path"] == path
                 assert fd["code"] == CODES[fd["kind"]]
                 assert fd["severity"] == "error"
                 check_range(fd["range"], n_lines)

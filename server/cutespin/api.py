@@ -10,6 +10,7 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
@@ -52,8 +53,9 @@ class KernelResult:
             "name": self.name, "qualname": self.qualname, "line": self.line, "verdict": self.verdict,
             "reason": self.reason, "bounds": self.bounds, "assumptions": list(self.assumptions),
             "findings": [f.to_json() for f in self.findings],
-            "unmodeled": [{"path": self.path, "line": u.line, "construct": u.construct, "why": u.why}
+            "unmodeled": [{"path": u.path or self.path, "line": u.line, "construct": u.construct, "why": u.why}
                           for u in self.unmodeled],
+            "depends_on": list(self.model.deps) if self.model is not None else [],
             "stats": self.stats,
         }
 
@@ -140,14 +142,15 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
     if source_lines is not None:
         kept = []
         for f in findings:
-            (suppressed if is_suppressed(f, source_lines) else kept).append(f)
+            lines = source_lines if f.path == k.path else _file_lines(f.path)
+            (suppressed if is_suppressed(f, lines) else kept).append(f)
         findings = kept
     if pm is not None and pm.notes:
         reason = reason or "; ".join(pm.notes)
     if findings and k.unmodeled and not all(f.data.get("static") for f in findings):
         # The model lacks something the kernel does: the counterexample may not be real.
         verdict = "inconclusive"
-        reason = ("unmodeled constructs: " + "; ".join(f"{u.construct} (line {u.line})" for u in k.unmodeled)
+        reason = ("unmodeled constructs: " + "; ".join(f"{u.construct} ({where(u)})" for u in k.unmodeled)
                   + f"; the partial model has a possible {findings[0].kind}, which those constructs may prevent")
         for f in findings:
             f.possible = True
@@ -159,7 +162,7 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
         reason = "the counterexample found was suppressed; the search stops at the first error"
     elif k.unmodeled:
         verdict = "inconclusive"
-        reason = reason or "unmodeled constructs: " + "; ".join(f"{u.construct} (line {u.line})" for u in k.unmodeled)
+        reason = reason or "unmodeled constructs: " + "; ".join(f"{u.construct} ({where(u)})" for u in k.unmodeled)
     elif reason is not None:
         verdict = "inconclusive"
     else:
@@ -171,6 +174,19 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
              "compiler": tools.compiler_name}
     return KernelResult(k.path, k.name, k.qualname, k.line, verdict, reason, bounds, assumptions, findings,
                         list(k.unmodeled), stats, k, pm, run, suppressed, timings)
+
+
+def where(u: ir.Unmodeled) -> str:
+    """`line 12`, or `utils.py line 12` for a construct inside a sibling module's helper."""
+    return f"{Path(u.path).name} line {u.line}" if u.path else f"line {u.line}"
+
+
+def _file_lines(path: str) -> list:
+    """A sibling module's lines, for `# cutespin: ignore` comments on a finding inside it."""
+    try:
+        return Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
 
 
 def iter_check(text: str, path: str, settings: Settings, token: Optional[CancelToken] = None,
@@ -222,7 +238,7 @@ def sync_lines(kr: KernelResult) -> list:
     copies, tracked accesses), for editor hovers on a verified kernel's barrier lines."""
     if kr.promela is None:
         return []
-    return sorted({i.span.line for i in kr.promela.lines.values() if i.span is not None})
+    return sorted({i.span.line for i in kr.promela.lines.values() if i.span is not None and not i.span.path})
 
 
 def barrier_inits(kr: KernelResult) -> list:
@@ -240,6 +256,8 @@ def barrier_inits(kr: KernelResult) -> list:
                 inits.setdefault(op.bar.index, op)
     out = []
     for index, init in sorted(inits.items()):
+        if init.span.path:  # initialised inside a sibling module's code (a pipeline subclass's create)
+            continue
         total, per_phase = ir.arrivals_per_phase(k, index)
         out.append({"line": init.span.line, "end_line": init.span.end_line, "end_column": init.span.end_column,
                     "barrier": init.bar.name, "cta": init.bar.cta, "expected": init.count,

@@ -67,6 +67,7 @@ class TraceStep:
     line: int
     what: str
     state: str = ""
+    path: str = ""  # a sibling module's file when the step runs inside one of its helpers
 
 
 @dataclass
@@ -90,11 +91,28 @@ class Finding:
         return "warning" if self.possible else SEVERITY[self.kind]
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "code": self.code, "kind": self.kind, "severity": self.severity, "message": self.message,
-            "range": self.span.to_json(), "related": [r.to_json() for r in self.related],
+            "path": self.path, "range": self.span.to_json(), "related": [r.to_json() for r in self.related],
             "fixes": [f.to_json() for f in self.fixes],
         }
+        if self.span.anchor is not None:  # in a helper of a sibling module: the call that led there
+            out["call_site"] = self.span.anchor.to_json()
+        return out
+
+
+def located(path: str, span: ir.Span) -> str:
+    """The file a span is in: a sibling module of the package, or the analyzed file."""
+    return span.path or path
+
+
+def _locate(findings: list) -> list:
+    """Findings and related locations inside helpers of sibling modules carry those files."""
+    for f in findings:
+        f.path = located(f.path, f.span)
+        for r in f.related:
+            r.path = located(r.path, r.span)
+    return findings
 
 
 def _group_steps(res: RunResult, pm: PromelaModel):
@@ -142,7 +160,7 @@ def build_trace(res: RunResult, pm: PromelaModel, path: str, line_shift=None):
         role = _role_of(pm, s.proc)
         state = _barrier_state(res_values(res, s.depth), info.barrier)
         line = info.span.line if info.span else 0
-        steps.append(TraceStep(i + 1, role, line, info.what, state))
+        steps.append(TraceStep(i + 1, role, line, info.what, state, info.span.path if info.span else ""))
         if info.span is not None:
             related.append(Related(path, info.span, f"step {i + 1}: {role} {info.what}" + (f" [{state}]" if state else "")))
     return steps, related
@@ -180,6 +198,10 @@ def classify_assertion(text: str):
 
 
 def findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> list:
+    return _locate(_findings_from_run(k, pm, res))
+
+
+def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> list:
     path = k.path
     steps, related = build_trace(res, pm, path)
     if res.error == "assertion":
@@ -319,7 +341,7 @@ def static_findings(k: ir.KernelModel) -> list:
     for sf in k.static_findings:
         out.append(Finding(sf.kind, sf.message + " (found without search)", sf.span, k.path,
                            data={"static": True}))
-    return out
+    return _locate(out)
 
 
 SUPPRESS_RE = re.compile(r"#\s*cutespin\s*:\s*ignore(?:\[([A-Z0-9, ]+)\])?")

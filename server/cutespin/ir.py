@@ -25,6 +25,11 @@ class Span:
     column: int
     end_line: int
     end_column: int
+    # The file, when it is not the analyzed one: a helper inlined from a sibling module of the
+    # package. `anchor` is then the call in the analyzed file that led there (where an editor
+    # shows the diagnostic).
+    path: str = ""
+    anchor: Optional["Span"] = field(default=None, compare=False)
 
     def to_json(self) -> dict:
         return {
@@ -371,6 +376,7 @@ class Unmodeled:
     line: int
     construct: str
     why: str
+    path: str = ""  # a sibling module of the package; "" for the analyzed file
 
 
 @dataclass
@@ -406,6 +412,9 @@ class KernelModel:
     static_findings: list = field(default_factory=list)  # list[StaticFinding]
     strict: bool = False
     shared_conditions: list = field(default_factory=list)  # Choice.shared -> (cta, line) of its first site
+    # Sibling modules of the package whose code the model includes (an editor re-checks the
+    # kernel when one of them changes).
+    deps: list = field(default_factory=list)
 
 
 def arrivals_per_phase(k: "KernelModel", bar_index: int):

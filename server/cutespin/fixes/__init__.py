@@ -24,6 +24,8 @@ def attach_fixes(kr, text: str, settings, token=None) -> None:
     except cst.ParserSyntaxError:
         return
     for f in kr.findings:
+        if f.path != kr.path or any(r.path != kr.path for r in f.related):
+            continue  # the fixes edit the analyzed file; this interleaving runs through a sibling module
         candidates = propose(f, kr, src)
         seen = set()
         for fix in candidates:

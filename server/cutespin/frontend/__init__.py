@@ -15,6 +15,7 @@ from .. import ir
 from ..config import Settings
 from . import interp as I
 from .discover import KernelSite, ModuleInfo, class_methods, discover, self_assignments
+from .project import Project
 from .values import FULL_MASK, Gmem, ModuleRef, SelfObj, Smem, TmaAtom, Unknown
 
 DEFAULT_LOOP_BOUND = 3
@@ -45,8 +46,9 @@ MAX_SOURCE_CHARS = 512 * 1024
 
 def build_models(text: str, path: str, settings: Settings) -> list:
     python_error = check_shape(text)
+    project = Project.for_file(path)
     try:
-        info = discover(text)
+        info = discover(text, project.package if project is not None else None)
     except cst.ParserSyntaxError as e:
         line = e.raw_line
         if e.message.startswith("tokenizer error") and python_error is not None and python_error.lineno:
@@ -56,6 +58,9 @@ def build_models(text: str, path: str, settings: Settings) -> list:
         if not _from_recursion(e):
             raise
         raise FrontendError("the code nests too deeply to analyze") from None
+    if project is not None:
+        info.project = project
+        info.name = project.module_name
     return [build_kernel(info, site, path, settings) for site in info.kernels]
 
 
@@ -120,9 +125,15 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
     folded by one method is kept when a later method re-assigns it from something unknown."""
     self_obj = SelfObj({})
     assigned = {attr for attr, _ in self_assignments(site.cls)}
-    order = ["__init__"] + [m for m in methods if m != "__init__"]
+    # Methods inherited from base classes (of this file or of sibling modules) set attributes too.
+    inherited = I.inherited_methods(info, info.project, methods)
+    for owner, _ in inherited.values():
+        assigned |= {attr for attr, _ in self_assignments(owner.node)}
+    own = {name: (None, fn) for name, fn in methods.items()}
+    every = {**{n: (I._module_of(o, info), fn) for n, (o, fn) in inherited.items()}, **own}
+    order = ["__init__"] + [m for m in every if m != "__init__"]
     for name in order:
-        fn = methods.get(name)
+        module, fn = every.get(name, (None, None))
         if fn is None or fn is site.node:
             continue
         before = dict(self_obj.attrs)
@@ -134,7 +145,7 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
                 hit, pv = _pin_matches(n, pins, defaulted)
                 it.env[n] = pv if hit else Unknown(f"host argument {n}")
         try:
-            it.exec_block(fn.body)
+            it.in_module(module, lambda f=fn: it.exec_block(f.body))
         except (I.Unsupported, I._Return, RecursionError):
             pass
         if name == "__init__":
@@ -579,7 +590,18 @@ def _units_in(ops, unknown_bars, names):
                 expect.tx += 1
 
 
-def _abandoned(site, path, def_span, ctas, cluster, warps, registry, settings, env, bound) -> ir.KernelModel:
+def _package_notes(info: ModuleInfo, registry: I.Registry) -> list:
+    """The sibling modules followed (dependencies), and an assumption per module a cap stopped."""
+    project = info.project
+    if project is None:
+        return []
+    for dotted, why in project.limits:
+        registry.assume(f"module {dotted} of the package not followed ({why}): calls into it are treated as "
+                        f"unknown calls")
+    return sorted(project.deps)
+
+
+def _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound) -> ir.KernelModel:
     """A kernel too large to interpret: no processes, the reason recorded as unmodeled."""
     return ir.KernelModel(
         name=site.name, qualname=site.qualname, path=path, line=def_span.line, def_span=def_span, ctas=ctas,
@@ -587,7 +609,7 @@ def _abandoned(site, path, def_span, ctas, cluster, warps, registry, settings, e
         assumptions=list(registry.assumptions),
         unmodeled=sorted(registry.unmodeled.values(), key=lambda u: (u.line, u.construct)),
         bounds={"loop": bound, "stages": env.stages, "cluster": cluster}, static_findings=list(registry.statics),
-        strict=settings.strict)
+        strict=settings.strict, deps=_package_notes(info, registry))
 
 
 def _bulk_groups(ops, open_stores: list, groups: list):
@@ -727,7 +749,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
     if bound > I.MAX_UNROLL:  # e.g. `self.stages = 10**9`: no trip count list of that length is built
         registry.add_unmodeled(ir.Unmodeled(def_span.line, "loop bound", f"runtime loops would take up to {bound} "
                                             f"trips; at most {I.MAX_UNROLL} are unrolled (pin a smaller loop bound)"))
-        return _abandoned(site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
+        return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
 
     def run_all(trips, discovered, ctas_now):
         procs = []
@@ -751,7 +773,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
     try:
         first = run_all({}, discovered, ctas)
     except I.Unsupported:
-        return _abandoned(site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
+        return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
     uses_flags = any(isinstance(op, (I.RawFlagWait, I.RawFlagUpdate)) for _, _, it in first for op in ir.walk(it.out))
     if uses_flags and ctas == cluster:
         want = env.grid if env.grid else 2
@@ -772,7 +794,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
     try:
         runs = [first] if configs == [ir.TripConfig({})] else [run_all(c.trips, {}, ctas) for c in configs]
     except I.Unsupported:
-        return _abandoned(site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
+        return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
 
     numbering = _Numbering()
     processes = []
@@ -808,6 +830,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
     bounds = {"loop": bound if discovered else None, "stages": env.stages, "cluster": cluster}
     if env.stages is None and discovered:
         registry.assume(f"no stage count found: runtime loops bounded by {bound}")
+    deps = _package_notes(info, registry)
     return ir.KernelModel(
         name=site.name, qualname=site.qualname, path=path, line=def_span.line, def_span=def_span,
         ctas=ctas, cluster_size=cluster, warps=warps, processes=processes,
@@ -815,8 +838,8 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         regions=sorted(numbering.regions.values(), key=lambda r: r.index),
         flags=sorted(numbering.flags.values(), key=lambda f: f.index),
         configs=configs, assumptions=list(registry.assumptions),
-        unmodeled=sorted(registry.unmodeled.values(), key=lambda u: (u.line, u.construct)),
-        bounds=bounds, static_findings=list(registry.statics), strict=settings.strict,
+        unmodeled=sorted(registry.unmodeled.values(), key=lambda u: (u.path, u.line, u.construct)),
+        bounds=bounds, static_findings=list(registry.statics), strict=settings.strict, deps=deps,
         shared_conditions=list(registry.shared_sites),
     )
 

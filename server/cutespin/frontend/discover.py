@@ -49,11 +49,15 @@ class ModuleInfo:
     classes: dict  # class name -> ClassDef
     kernels: list = field(default_factory=list)  # list[KernelSite]
     launches: dict = field(default_factory=dict)  # kernel qualname -> LaunchSite
+    path: str = ""  # set for a sibling module of the package (spans carry it); "" for the analyzed file
+    name: Optional[str] = None  # dotted module name within the package, when known
+    project: object = None  # frontend.project.Project: resolves imports of the package
+    source_lines: list = field(default_factory=list)  # a sibling module's lines (suppression comments)
 
     def span(self, node: cst.CSTNode) -> Span:
         pos = self.positions[node]
         # libcst columns are 0-based code points; the contract is 1-based.
-        return Span(pos.start.line, pos.start.column + 1, pos.end.line, pos.end.column + 1)
+        return Span(pos.start.line, pos.start.column + 1, pos.end.line, pos.end.column + 1, self.path)
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
@@ -91,7 +95,22 @@ def _dotted(node) -> str:
     return ""
 
 
-def collect_aliases(module: cst.Module) -> dict:
+def relative_base(package: Optional[str], dots: int) -> Optional[str]:
+    """The package a relative import with `dots` leading dots names, from inside `package`
+    (None when it is unknown or the dots climb above the top level)."""
+    if package is None:
+        return None
+    parts = package.split(".") if package else []
+    up = dots - 1
+    if up >= len(parts):
+        return None
+    return ".".join(parts[:len(parts) - up])
+
+
+def collect_aliases(module: cst.Module, package: Optional[str] = None) -> dict:
+    """Local name -> fully qualified name for the module-level imports. Relative imports are made
+    absolute from `package` (the package the module sits in); when it is unknown they keep their
+    leading dots (`.utils.f`), which resolve to nothing."""
     aliases: dict = {}
     for stmt in module.body:
         if not isinstance(stmt, cst.SimpleStatementLine):
@@ -105,9 +124,16 @@ def collect_aliases(module: cst.Module) -> dict:
                     else:
                         top = full.split(".")[0]
                         aliases[top] = top
-            elif isinstance(small, cst.ImportFrom) and small.module is not None:
-                mod = _dotted(small.module)
+            elif isinstance(small, cst.ImportFrom):
                 if isinstance(small.names, cst.ImportStar):
+                    continue
+                mod = _dotted(small.module) if small.module is not None else ""
+                dots = len(small.relative)
+                if dots:
+                    base = relative_base(package, dots)
+                    base = base if base is not None else "." * dots
+                    mod = f"{base}.{mod}" if mod and not base.endswith(".") else base + mod
+                elif not mod:
                     continue
                 for alias in small.names:
                     name = _dotted(alias.name)
@@ -199,11 +225,13 @@ def _callee_name(call: cst.Call) -> str:
     return ""
 
 
-def discover(text: str) -> ModuleInfo:
+def discover(text: str, package: Optional[str] = None) -> ModuleInfo:
+    """`package`: the dotted package the file sits in ("" for a top-level module), which makes its
+    relative imports absolute; None when unknown."""
     module = cst.parse_module(text)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
-    aliases = collect_aliases(module)
+    aliases = collect_aliases(module, package)
     info = ModuleInfo(wrapper, module, positions, aliases, {}, {}, {})
     lines = text.splitlines()
 
@@ -233,7 +261,8 @@ def discover(text: str) -> ModuleInfo:
     for site in info.kernels:
         hosts = []
         if site.cls is not None:
-            hosts = [i for i in site.cls.body.body if isinstance(i, cst.FunctionDef)]
+            hosts = [i for c in _local_lineage(site.cls, info.classes) for i in c.body.body
+                     if isinstance(i, cst.FunctionDef)]
         hosts += list(info.functions.values())
         for host in hosts:
             finder = _LaunchFinder()
@@ -245,6 +274,20 @@ def discover(text: str) -> ModuleInfo:
             if site.qualname in info.launches:
                 break
     return info
+
+
+def _local_lineage(cls: cst.ClassDef, classes: dict) -> list:
+    """The class and its base classes defined in the same file (a kernel class that inherits its
+    host `__call__` from a local base launches through it)."""
+    out, todo = [], [cls]
+    while todo and len(out) < 16:
+        c = todo.pop(0)
+        if c in out:
+            continue
+        out.append(c)
+        todo += [classes[b.value.value] for b in c.bases
+                 if isinstance(b.value, cst.Name) and b.value.value in classes]
+    return out
 
 
 def class_methods(cls: Optional[cst.ClassDef]) -> dict:

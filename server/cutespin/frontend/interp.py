@@ -17,10 +17,12 @@ import libcst as cst
 from .. import ir
 from . import pipelines as P
 from .discover import ModuleInfo, canonical, qualify
+from .project import LIBRARY_PIPELINE_PREFIXES, ClassAttr, local_class_ref
 from .values import _flatten as _flat
 from .values import (
-    DTYPE_BITS, FULL_MASK, Allocator, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LaneVal, Layout,
-    ModuleRef, NamedBarrierObj, Partial, SelfObj, Smem, Storage, TmaAtom, TmemAllocatorObj, TryWaitResult, Unknown,
+    DTYPE_BITS, FULL_MASK, Allocator, ClassRef, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LambdaRef,
+    LaneVal, Layout, LibraryCreate, ModuleRef, NamedBarrierObj, PartialRef, Record, SelfObj, Smem, Storage,
+    SuperRef, TmaAtom, TmemAllocatorObj, TryWaitResult, Unknown,
 )
 
 MBARRIER_MAX = (1 << 20) - 1
@@ -99,7 +101,8 @@ PURE_ARCH = {
     "arch.setmaxregister_increase", "arch.setmaxregister_decrease", "arch.warpgroup_reg_alloc",
     "arch.warpgroup_reg_dealloc", "arch.cvt_f32_bf16", "arch.get_dyn_smem_size", "arch.dynamic_smem_size",
     "arch.grid_dim", "arch.cluster_idx", "arch.cluster_dim", "arch.block_in_cluster_dim",
-    "arch.physical_warp_id", "arch.warp_redux_sync", "arch.nanosleep", "arch.clock", "arch.clock64",
+    "arch.physical_warp_id", "arch.warp_redux_sync", "arch.warp_reduction", "arch.warp_reduction_sum",
+    "arch.warp_reduction_max", "arch.nanosleep", "arch.clock", "arch.clock64",
 }
 VIEW_METHODS = (
     "partition", "get_slice", "local_tile", "composition", "make_tensor", "group_modes",
@@ -107,6 +110,12 @@ VIEW_METHODS = (
     "recast_tensor", "filter_zeros", "domain_offset", "slice_", "thr_slice", "retile",
     "local_partition", "tma_partition",
 )
+
+
+PIPELINE_METHODS = {
+    "producer_acquire", "producer_commit", "producer_tail", "consumer_wait", "consumer_release",
+    "producer_get_barrier", "consumer_get_barrier",
+}
 
 
 def _view_name(name: str) -> bool:
@@ -127,10 +136,15 @@ class KernelInterp:
 
     def __init__(self, info: ModuleInfo, ctx: WarpContext, self_obj: Optional[SelfObj],
                  methods: dict, params: dict, registry: "Registry"):
-        self.info = info
+        self.info = info  # the module whose code runs now (a sibling module inside an imported helper)
+        self.root_info = info  # the analyzed file
+        self.project = getattr(info, "project", None)  # resolves the package's imports
+        self.anchor: Optional[ir.Span] = None  # inside a sibling module: the call in the analyzed file
+        self.owner: Optional[ClassRef] = None  # the package class whose method runs now (for super())
         self.ctx = ctx
         self.self_obj = self_obj
         self.methods = methods
+        self.inherited = inherited_methods(info, self.project, methods)
         self.env: dict = dict(params)
         self.mask = FULL_MASK
         self.out: list = []
@@ -143,15 +157,20 @@ class KernelInterp:
         self.bulk_open: list = []
         self.depth = 0
         self.assign_name: Optional[str] = None
+        self.outer_name: Optional[str] = None  # the analyzed file's variable a helper's result goes to
         self.no_inline: set = set()
         self.steps = 0
 
     # ---------------------------------------------------------------- helpers
     def span(self, node) -> ir.Span:
-        return self.info.span(node)
+        s = self.info.span(node)
+        if s.path and self.anchor is not None:
+            s = replace(s, anchor=self.anchor)
+        return s
 
     def unmodeled(self, node, construct: str, why: str):
-        self.registry.add_unmodeled(ir.Unmodeled(self.span(node).line, construct, why))
+        s = self.span(node)
+        self.registry.add_unmodeled(ir.Unmodeled(s.line, construct, why, s.path))
 
     def emit(self, op: ir.Op):
         if len(self.out) > MAX_OPS:
@@ -169,6 +188,9 @@ class KernelInterp:
             pass
 
     def exec_block(self, block):
+        if callable(block):  # a branch given as a function (`if_generate(c, lambda: ...)`)
+            block()
+            return
         body = block.body if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)) else block
         for stmt in body:
             if self.mask == 0:
@@ -196,7 +218,8 @@ class KernelInterp:
         elif isinstance(stmt, cst.With):
             self.exec_with(stmt)
         elif isinstance(stmt, cst.FunctionDef):
-            self.env[stmt.name.value] = FuncRef(stmt.name.value, stmt)
+            here = self.info if self.info is not self.root_info else None
+            self.env[stmt.name.value] = FuncRef(stmt.name.value, stmt, module=here)
         elif isinstance(stmt, cst.ClassDef):
             self.env[stmt.name.value] = ModuleRef(f"<local class {stmt.name.value}>")
         elif isinstance(stmt, cst.Try):
@@ -257,7 +280,7 @@ class KernelInterp:
                     self.assign(e, Unknown("unpacked runtime value"), node)
         elif isinstance(target, cst.Attribute):
             base = self.eval(target.value)
-            if isinstance(base, SelfObj):
+            if isinstance(base, (SelfObj, Record)):
                 base.attrs[target.attr.value] = value
         elif isinstance(target, cst.Subscript):
             base = self.eval(target.value)
@@ -304,6 +327,8 @@ class KernelInterp:
         self.choice([then_body, else_body], node, cond)
 
     def _mentions_role(self, node) -> bool:
+        if not isinstance(getattr(node, "test", None), cst.CSTNode):
+            return False
         text = self.code(node.test)
         return "warp" in text or "tidx" in text or "thread" in text or "cta" in text or "lane" in text
 
@@ -480,7 +505,9 @@ class KernelInterp:
 
     # ---------------------------------------------------------------- expressions
     def eval_cond(self, node):
-        v = self.eval(node)
+        return self.eval_cond_value(self.eval(node))
+
+    def eval_cond_value(self, v):
         if isinstance(v, (bool, int)) and not isinstance(v, LaneVal):
             return bool(v)
         if isinstance(v, LaneVal):
@@ -494,8 +521,18 @@ class KernelInterp:
             return True
         return Unknown("runtime condition", key=_truth(v.key) if isinstance(v, Unknown) else None)
 
+    def qualify(self, expr) -> Optional[str]:
+        """The imported dotted name an expression refers to, unless a local variable (a helper's
+        parameter named `pipeline`, say) shadows the import it starts from."""
+        root = expr
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if isinstance(root, cst.Name) and root.value in self.env:
+            return None
+        return qualify(expr, self.info.aliases)
+
     def callee_name(self, func) -> str:
-        q = qualify(func, self.info.aliases)
+        q = self.qualify(func)
         if q:
             return canonical(q)
         if isinstance(func, cst.Name):
@@ -542,20 +579,70 @@ class KernelInterp:
         if name in self.info.constants:
             return self.eval(self.info.constants[name])
         if name in self.info.aliases:
-            return ModuleRef(self.info.aliases[name])
+            return self.ref(self.info.aliases[name])
         if name in self.info.functions:
-            return FuncRef(name, self.info.functions[name])
+            mod = self.info if self.info is not self.root_info else None
+            return FuncRef(name, self.info.functions[name], module=mod)
         if name in self.info.classes:
-            return ModuleRef(f"<class {name}>")
+            return self.class_ref(name)
         if name in ("range", "len", "min", "max", "abs", "int", "bool", "tuple", "list", "print", "float",
-                    "zip", "enumerate", "isinstance", "sum", "any", "all", "str", "round"):
+                    "zip", "enumerate", "isinstance", "sum", "any", "all", "str", "round", "object", "super",
+                    "getattr", "hasattr"):
             return ModuleRef(name)
         return Unknown(f"name {name}")
 
+    def ref(self, qualname: str):
+        """What an imported dotted name denotes: a helper or class of the package (parsed from its
+        sibling module), else a reference to a library name."""
+        if self.project is not None:
+            target = self.project.resolve(qualname)
+            if isinstance(target, (FuncRef, ClassRef)):
+                return target
+            if isinstance(target, ClassAttr):
+                return self.class_attribute(target.cls, target.attr)
+        return ModuleRef(qualname)
+
+    def class_ref(self, name: str) -> ClassRef:
+        if self.info is self.root_info:
+            return local_class_ref(self.project, self.info, name)
+        return self.project.class_ref(self.info, name)
+
+    def class_attribute(self, cref: ClassRef, attr: str):
+        """`Cls.attr`: a method along the package MRO, else a library pipeline's name, else a
+        class-level constant."""
+        found = self.project.find_method(cref, attr) if self.project is not None else _own_method(cref, attr)
+        if found is not None:
+            owner, fn = found
+            return FuncRef(f"{owner.qualname}.{attr}", fn, module=_module_of(owner, self.root_info), owner=owner)
+        if cref.library_base is not None:
+            if attr == "create":
+                return LibraryCreate(cref)
+            return ModuleRef(f"cutlass.pipeline.{cref.library_base}.{attr}")
+        value = _class_constant(cref, attr)
+        if value is not None:
+            return self.in_module(cref.module, lambda: self.eval(value))
+        return ModuleRef(f"<class {cref.qualname}>.{attr}")
+
+    def in_module(self, module, thunk, call_node=None):
+        """Run `thunk` with `module` as the current module (spans, imports and constants come from
+        it); entering a sibling module from the analyzed file anchors its spans at `call_node`.
+        None is the analyzed file (its helpers, called from a sibling's code)."""
+        module = module if module is not None else self.root_info
+        if module is self.info:
+            return thunk()
+        saved = (self.info, self.anchor)
+        if self.anchor is None and self.info is self.root_info and call_node is not None:
+            self.anchor = self.span(call_node)
+        self.info = module
+        try:
+            return thunk()
+        finally:
+            self.info, self.anchor = saved
+
     def eval_Attribute(self, node):
-        q = qualify(node, self.info.aliases)
+        q = self.qualify(node)
         if q:
-            return LIBRARY_CONSTANTS.get(canonical(q), ModuleRef(q))
+            return LIBRARY_CONSTANTS.get(canonical(q)) or self.ref(q)
         base = self.eval(node.value)
         attr = node.attr.value
         if isinstance(base, SelfObj):
@@ -563,11 +650,28 @@ class KernelInterp:
                 return base.attrs[attr]
             if attr in self.methods:
                 return FuncRef(attr, self.methods[attr], bound_self=True)
+            if attr in self.inherited:
+                owner, fn = self.inherited[attr]
+                return FuncRef(attr, fn, bound_self=True, module=_module_of(owner, self.root_info), owner=owner)
             # Never assigned by any method: a class attribute, the same for every thread.
             return Unknown(f"self.{attr}", key=_leaf("self", attr))
         if isinstance(base, ModuleRef):
+            if base.qualname.startswith("<"):
+                return ModuleRef(f"{base.qualname}.{attr}")
             q = f"{base.qualname}.{attr}"
-            return LIBRARY_CONSTANTS.get(canonical(q), ModuleRef(q))
+            return LIBRARY_CONSTANTS.get(canonical(q)) or self.ref(q)
+        if isinstance(base, ClassRef):
+            return self.class_attribute(base, attr)
+        if isinstance(base, Record):
+            if attr in base.attrs:
+                return base.attrs[attr]
+            got = self.class_attribute(base.cls, attr)
+            return got if not (isinstance(got, ModuleRef) and got.qualname.startswith("<class ")) \
+                else Unknown(f"attribute {attr}")
+        if isinstance(base, P.Pipeline):
+            return self.pipeline_attribute(base, attr)
+        if isinstance(base, P.MbarArray):
+            return P.mbar_attribute(base, attr)
         if isinstance(base, Storage):
             return Smem(alloc=f"{base.key}.{attr}", label=attr, cta=base.cta)
         if isinstance(base, Smem):
@@ -588,6 +692,29 @@ class KernelInterp:
             # An attribute of a uniform object (a kernel argument's field) is uniform.
             return Unknown(f"attribute {attr}", key=_combine("attr", attr, base.key))
         return Unknown(f"attribute {attr}")
+
+    def pipeline_attribute(self, pipe: "P.Pipeline", attr: str):
+        """An attribute of a pipeline object: what `create` or a subclass's `create` set, a
+        subclass's class-level default, or the library's internals (`sync_object_full`, ...)."""
+        if attr in pipe.attrs:
+            return pipe.attrs[attr]
+        if pipe.cls is not None:
+            value = _class_constant(pipe.cls, attr)
+            if value is not None:
+                return self.in_module(pipe.cls.module, lambda: self.eval(value))
+        return P.pipeline_attribute(pipe, attr)
+
+    def eval_Lambda(self, node):
+        return LambdaRef(node, dict(self.env), self.info)
+
+    def eval_Dict(self, node):
+        out = {}
+        for el in node.elements:
+            if isinstance(el, cst.DictElement):
+                k = self.eval(el.key)
+                if isinstance(k, str):
+                    out[k] = self.eval(el.value)
+        return out
 
     def eval_Tuple(self, node):
         return self.eval_elements(node.elements)
@@ -786,6 +913,8 @@ class KernelInterp:
                 v = self.eval(a.value)
                 if isinstance(v, (tuple, list)) and a.star == "*":
                     args.extend(v)
+                elif isinstance(v, dict) and a.star == "**":
+                    kwargs.update(v)
                 continue
             v = self.eval(a.value)
             if a.keyword is not None:
@@ -793,28 +922,105 @@ class KernelInterp:
             else:
                 args.append(v)
         # Method calls on values we model.
-        if isinstance(func, cst.Attribute) and qualify(func, self.info.aliases) is None:
+        if isinstance(func, cst.Attribute) and self.qualify(func) is None:
+            if func.attr.value == "__setattr__" and isinstance(func.value, cst.Name) and func.value.value == "object":
+                return self.object_setattr(args, node)
             base = self.eval(func.value)
             meth = func.attr.value
-            if not isinstance(base, (ModuleRef, SelfObj)):
+            if not isinstance(base, (ModuleRef, SelfObj, ClassRef)):
                 return self.call_method(base, meth, args, kwargs, node)
-        return self.call_value(self.eval(func), args, kwargs, node, func)
+        if isinstance(func, cst.Name) and func.value == "super" and func.value not in self.env:
+            return SuperRef(self.env.get("self", self.self_obj))
+        target = self.eval(func)
+        return self.call_value(target, args, kwargs, node, func)
 
-    def call_value(self, target, args, kwargs, node, func):
-        """Call an evaluated callee: an inlined helper, a partial, a DSL handler or an unknown."""
-        if isinstance(target, Partial):
-            return self.call_value(target.func, list(target.args) + list(args), {**dict(target.kwargs), **kwargs},
-                                   node, func)
+    def call_value(self, target, args, kwargs, node, func=None):
+        """Call what an expression evaluated to: a helper (inlined), a partial, a lambda, a package
+        class, or a library name (its handler)."""
         if isinstance(target, FuncRef):
             return self.inline(target, args, kwargs, node)
-        if isinstance(target, ModuleRef) and target.qualname.endswith(".create") and ".pipeline." in (
-                "." + target.qualname):
-            return P.create(self, target.qualname.rsplit(".", 2)[-2], args, kwargs, node)
-        name = canonical(target.qualname) if isinstance(target, ModuleRef) else self.callee_name(func)
+        if isinstance(target, PartialRef):
+            return self.call_value(target.func, list(target.args) + list(args), {**dict(target.kwargs), **kwargs},
+                                   node)
+        if isinstance(target, LambdaRef):
+            return self.call_lambda(target, args, kwargs, node)
+        if isinstance(target, LibraryCreate):
+            return P.with_class(P.create(self, target.cls.library_base, args, kwargs, node), target.cls)
+        if isinstance(target, ClassRef):
+            return self.construct(target, args, kwargs, node)
+        if isinstance(target, ModuleRef) and target.qualname.startswith(LIBRARY_PIPELINE_PREFIXES):
+            parts = target.qualname.split(".")
+            if parts[-1] == "create" and len(parts) >= 4:
+                return P.create(self, parts[-2], args, kwargs, node)
+            if len(parts) >= 4 and args and isinstance(args[0], P.Pipeline):
+                # `PipelineTmaAsyncOg.consumer_release(self, state)`: the library's own method.
+                return P.method(self, args[0], parts[-1], args[1:], kwargs, node)
+        if isinstance(target, ModuleRef) and target.qualname.startswith("<class "):
+            self.unmodeled(node, target.qualname[len("<class "):].replace(">", "", 1),
+                           "a method the package class does not define (and it derives from no modeled class)")
+            return Unknown(f"result of {target.qualname}")
+        if isinstance(target, ModuleRef):
+            name = canonical(target.qualname)
+        else:
+            name = self.callee_name(func) if func is not None else ""
         handler = CALLS.get(name)
         if handler is not None:
             return handler(self, args, kwargs, node)
         return self.unknown_call(name, args, kwargs, node)
+
+    def construct(self, cref: ClassRef, args, kwargs, node):
+        """`Cls(...)` of a package class: a dataclass or NamedTuple binds its fields; a class
+        with an `__init__` runs it on a fresh record; anything else is an unknown call."""
+        init = self.project.find_method(cref, "__init__") if self.project is not None else \
+            _own_method(cref, "__init__")
+        if init is not None:
+            rec = Record(cref, {})
+            owner, fn = init
+            self.inline(FuncRef(f"{owner.qualname}.__init__", fn, module=_module_of(owner, self.root_info), bound=rec,
+                                owner=owner), args, kwargs, node)
+            return rec
+        fields = _record_fields(cref)
+        if fields is None or cref.library_base is not None:
+            return self.unknown_call(cref.qualname, args, kwargs, node)
+        attrs = {}
+        for i, (name, default) in enumerate(fields):
+            if i < len(args):
+                attrs[name] = args[i]
+            elif name in kwargs:
+                attrs[name] = kwargs[name]
+            elif default is not None:
+                attrs[name] = self.in_module(_module_of(cref, self.root_info), lambda d=default: self.eval(d), node)
+            else:
+                attrs[name] = Unknown(f"field {name}")
+        return Record(cref, attrs)
+
+    def call_lambda(self, lam: LambdaRef, args, kwargs, node):
+        env = dict(lam.env)
+        for i, p in enumerate(lam.node.params.params):
+            n = p.name.value
+            env[n] = args[i] if i < len(args) else kwargs.get(n, self.eval(p.default) if p.default else Unknown(n))
+        saved = self.env
+        self.env = env
+        try:
+            return self.in_module(lam.module, lambda: self.eval(lam.node.body), node)
+        finally:
+            self.env = saved
+
+    def object_setattr(self, args, node):
+        """`object.__setattr__(obj, "name", value)`: how frozen pipeline subclasses re-class the
+        library's object in their `create` and record their options."""
+        if len(args) == 3 and isinstance(args[0], P.Pipeline) and isinstance(args[1], str):
+            if args[1] == "__class__":
+                if isinstance(args[2], ClassRef):
+                    P.set_class(args[0], args[2])
+                else:
+                    self.unmodeled(node, "object.__setattr__", "re-classing to a class we cannot resolve")
+            else:
+                args[0].attrs[args[1]] = args[2]
+            return None
+        if len(args) == 3 and isinstance(args[0], SelfObj) and isinstance(args[1], str):
+            args[0].attrs[args[1]] = args[2]
+        return None
 
     def unknown_call(self, name, args, kwargs, node):
         sync_args = [v for v in list(args) + list(kwargs.values())
@@ -837,6 +1043,28 @@ class KernelInterp:
         return Unknown(f"result of {name or 'call'}")
 
     def call_method(self, base, meth, args, kwargs, node):
+        if isinstance(base, P.Pipeline) and base.cls is not None:
+            found = self.project.find_method(base.cls, meth) if self.project is not None else \
+                _own_method(base.cls, meth)
+            if found is not None:  # the subclass overrides it: interpret the override
+                owner, fn = found
+                ref = FuncRef(f"{owner.qualname}.{meth}", fn, module=_module_of(owner, self.root_info), bound=base,
+                              owner=owner)
+                return self.inline(ref, args, kwargs, node)
+        if isinstance(base, SuperRef):
+            return self.call_super(base, meth, args, kwargs, node)
+        if isinstance(base, Record):
+            found = self.project.find_method(base.cls, meth) if self.project is not None else \
+                _own_method(base.cls, meth)
+            if found is not None:
+                owner, fn = found
+                ref = FuncRef(f"{owner.qualname}.{meth}", fn, module=_module_of(owner, self.root_info), bound=base,
+                              owner=owner)
+                return self.inline(ref, args, kwargs, node)
+        if isinstance(base, (PartialRef, LambdaRef, FuncRef)) and meth == "__call__":
+            return self.call_value(base, args, kwargs, node)
+        if isinstance(base, P.MbarArray):
+            return P.mbar_method(self, base, meth, args, kwargs, node)
         if isinstance(base, (P.Pipeline, P.TmaStorePipeline, P.OrderPipeline)):
             return P.method(self, base, meth, args, kwargs, node)
         if isinstance(base, P.PipeState):
@@ -887,11 +1115,44 @@ class KernelInterp:
             for v in args:
                 if isinstance(v, (Smem, Gmem)):
                     return self.thread_partition(v, node) if meth.startswith("partition") else v
+        if isinstance(base, Unknown) and meth in PIPELINE_METHODS and any(
+                isinstance(v, (P.PipeState, P.Handle)) for v in list(args) + list(kwargs.values())):
+            # A pipeline we could not build (e.g. a package subclass's `create` we cannot follow).
+            self.unmodeled(node, f".{meth}(...)", "pipeline method on an object that could not be resolved")
+            return Unknown(f"result of .{meth}()")
         sync_args = [v for v in args + list(kwargs.values()) if isinstance(v, (Smem, NamedBarrierObj))]
         if sync_args and meth not in ("partition_shape_A", "partition_shape_B", "make_fragment_A",
                                       "make_fragment_B", "make_fragment_C", "retile"):
             self.unmodeled(node, f".{meth}(...)", "method call on an unknown object receives a barrier or buffer")
         return Unknown(f"result of .{meth}()")
+
+    def call_super(self, sup: SuperRef, meth, args, kwargs, node):
+        """`super().m(...)` in a method of a pipeline subclass: the next package class along the
+        MRO that defines `m`, else the library's method."""
+        pipe = sup.obj
+        if isinstance(pipe, SelfObj):
+            found = None
+            if self.owner is None:
+                found = self.inherited.get(meth)  # the kernel class's bases (the MRO after the class itself)
+            elif self.project is not None:
+                found = next((f for f in (self.project.find_method(b, meth) for b in self.owner.bases) if f), None)
+            if found is not None:
+                owner, fn = found
+                return self.inline(FuncRef(meth, fn, bound_self=True, module=_module_of(owner, self.root_info),
+                                           owner=owner), args, kwargs, node)
+        if not isinstance(pipe, (P.Pipeline, Record)):
+            return self.call_method(Unknown("super()"), meth, args, kwargs, node)  # as an unknown object
+        owner = self.owner
+        if owner is not None and self.project is not None:
+            for base in owner.bases:
+                found = self.project.find_method(base, meth)
+                if found is not None:
+                    o, fn = found
+                    ref = FuncRef(f"{o.qualname}.{meth}", fn, module=_module_of(o, self.root_info), bound=pipe, owner=o)
+                    return self.inline(ref, args, kwargs, node)
+        if isinstance(pipe, Record):
+            return self.call_method(Unknown("super()"), meth, args, kwargs, node)
+        return P.method(self, pipe, meth, args, kwargs, node)
 
     def inline(self, fn: FuncRef, args, kwargs, node):
         if fn.node in self.no_inline:
@@ -900,31 +1161,51 @@ class KernelInterp:
             raise Unsupported("helper calls nested too deeply")
         params = fn.node.params
         names = [p.name.value for p in params.params]
-        if fn.bound_self and names and names[0] == "self":
-            names = names[1:]
         saved_env = self.env
         env = {}
+        if fn.bound is not None and names:  # a pipeline subclass's method: `self` is the pipeline
+            env[names[0]] = fn.bound
+            names = names[1:]
+        elif fn.bound_self and names and names[0] == "self":
+            names = names[1:]
+        extra = list(args[len(names):])
+        defaults = {q.name.value: q.default for q in params.params}
         for i, p in enumerate(names):
             if i < len(args):
                 env[p] = args[i]
             elif p in kwargs:
                 env[p] = kwargs[p]
             else:
-                default = next((q.default for q in params.params if q.name.value == p), None)
-                env[p] = self.eval(default) if default is not None else Unknown(f"argument {p}")
+                default = defaults.get(p)
+                env[p] = self.in_module(fn.module, lambda d=default: self.eval(d), node) if default is not None \
+                    else Unknown(f"argument {p}")
         for p in params.kwonly_params:
             n = p.name.value
-            env[n] = kwargs.get(n, self.eval(p.default) if p.default is not None else Unknown(n))
+            if n in kwargs:
+                env[n] = kwargs[n]
+            else:
+                env[n] = self.in_module(fn.module, lambda d=p.default: self.eval(d), node) if p.default is not None \
+                    else Unknown(n)
+        if isinstance(params.star_arg, cst.Param):
+            env[params.star_arg.name.value] = tuple(extra)
+        if params.star_kwarg is not None:
+            named = set(names) | {p.name.value for p in params.kwonly_params}
+            env[params.star_kwarg.name.value] = {k: v for k, v in kwargs.items() if k not in named}
         self.env = env
         self.depth += 1
+        saved_owner, saved_outer = self.owner, self.outer_name
+        self.owner = fn.owner  # the class a `super()` inside this function starts after
+        if self.outer_name is None:
+            self.outer_name = self.assign_name
         try:
-            self.exec_block(fn.node.body)
+            self.in_module(fn.module, lambda: self.exec_block(fn.node.body), node)
             result = None
         except _Return as r:
             result = r.value
         finally:
             self.depth -= 1
             self.env = saved_env
+            self.owner, self.outer_name = saved_owner, saved_outer
         return result
 
     # ---------------------------------------------------------------- memory
@@ -1140,6 +1421,105 @@ class RawFence(ir.Op):
     mask: int
 
 
+def inherited_methods(info: ModuleInfo, project, methods: dict) -> dict:
+    """Methods the kernel's class inherits from package base classes (`class Gemm(GemmBase)` with
+    GemmBase in a sibling module): name -> (defining ClassRef, FunctionDef)."""
+    if project is None or not methods:
+        return {}
+    cls_name = next((name for name, node in info.classes.items()
+                     if any(m is fn for m in class_methods_of(node) for fn in methods.values())), None)
+    if cls_name is None:
+        return {}
+    cref = project.class_ref(info, cls_name)
+    out: dict = {}
+    stack, seen = list(cref.bases), set()
+    while stack:
+        c = stack.pop(0)
+        if c.qualname in seen:
+            continue
+        seen.add(c.qualname)
+        for item in class_methods_of(c.node):
+            out.setdefault(item.name.value, (c, item))
+        stack = list(c.bases) + stack
+    return out  # overridden ones included: `super().m()` reaches them (own methods are looked up first)
+
+
+def class_methods_of(node) -> list:
+    return [i for i in node.body.body if isinstance(i, cst.FunctionDef)]
+
+
+def _module_of(cref: ClassRef, root: ModuleInfo):
+    """The module a class's code runs in: None for the analyzed file itself."""
+    return None if cref.module is root else cref.module
+
+
+def _own_method(cref: ClassRef, name: str):
+    for item in class_methods_of(cref.node):
+        if item.name.value == name:
+            return cref, item
+    return None
+
+
+def _record_fields(cref: ClassRef):
+    """[(field, default expression or None)] of a `@dataclass` or NamedTuple class (bases' fields
+    first), or None when the class is neither."""
+    def is_record(c) -> bool:
+        decorated = any("dataclass" in _dotted_name(d.decorator) for d in c.node.decorators)
+        return decorated or any(_dotted_name(b.value).endswith("NamedTuple") for b in c.node.bases)
+
+    lineage, todo = [], [cref]
+    while todo and len(lineage) < 16:
+        c = todo.pop(0)
+        if c not in lineage:
+            lineage.append(c)
+            todo += list(c.bases)
+    if not any(is_record(c) for c in lineage):
+        return None
+    fields: dict = {}
+    for c in reversed(lineage):
+        for stmt in c.node.body.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                        ann = _dotted_name(small.annotation.annotation)
+                        if not ann.endswith("ClassVar"):
+                            fields[small.target.value] = small.value
+    return list(fields.items())
+
+
+def _dotted_name(node) -> str:
+    if isinstance(node, cst.Call):
+        node = node.func
+    if isinstance(node, cst.Subscript):
+        node = node.value
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted_name(node.value)}.{node.attr.value}"
+    return ""
+
+
+def _class_constant(cref: ClassRef, attr: str):
+    """A class-level `attr: T = value` / `attr = value` of the class or its package bases."""
+    stack, seen = [cref], set()
+    while stack:
+        c = stack.pop(0)
+        if c.qualname in seen:
+            continue
+        seen.add(c.qualname)
+        for stmt in c.node.body.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) \
+                            and small.target.value == attr and small.value is not None:
+                        return small.value
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
+                            isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == attr:
+                        return small.value
+        stack = list(c.bases) + stack
+    return None
+
+
 class Registry:
     """State shared by all warps of one kernel: unmodeled items, assumptions, static findings."""
 
@@ -1162,7 +1542,7 @@ class Registry:
         return n
 
     def add_unmodeled(self, item: ir.Unmodeled):
-        self.unmodeled.setdefault((item.line, item.construct), item)
+        self.unmodeled.setdefault((item.path, item.line, item.construct), item)
 
     def assume(self, text: str):
         if text not in self.assumptions:
@@ -1539,12 +1919,6 @@ def h_copy(it: KernelInterp, args, kwargs, node):
     return None
 
 
-def h_partial(it, args, kwargs, node):
-    if not args:
-        return Unknown("functools.partial without a function")
-    return Partial(args[0], tuple(args[1:]), tuple(kwargs.items()))
-
-
 def h_cpasync_op(it, args, kwargs, node):
     return CopyKind("cpasync")
 
@@ -1844,6 +2218,40 @@ def h_printf(it, args, kwargs, node):
     return None
 
 
+def h_partial(it, args, kwargs, node):
+    """`functools.partial(f, *args, **kwargs)`: bound now, inlined when called."""
+    if not args:
+        return Unknown("partial")
+    return PartialRef(args[0], tuple(args[1:]), tuple(kwargs.items()))
+
+
+def h_if_generate(it, args, kwargs, node):
+    """`if_generate(cond, then_fn, else_fn=None)`: the DSL's functional `if`."""
+    cond = _kw(args, kwargs, 0, "cond")
+    then_fn = _kw(args, kwargs, 1, "then_body")
+    else_fn = _kw(args, kwargs, 2, "else_body")
+    cond = it.eval_cond_value(cond)
+
+    def runner(fn):
+        if fn is None:
+            return None
+        return lambda: it.call_value(fn, [], {}, node)
+
+    it.branch(cond, runner(then_fn), runner(else_fn), node)
+    return None
+
+
+def h_isinstance(it, args, kwargs, node):
+    if len(args) != 2 or not isinstance(args[1], ModuleRef):
+        return Unknown("isinstance")
+    kinds = {"int": int, "bool": bool, "float": float, "tuple": tuple, "str": str}
+    want = kinds.get(args[1].qualname)
+    v = args[0]
+    if want is None or isinstance(v, (Unknown, LaneVal)):
+        return Unknown("isinstance")
+    return isinstance(v, want)
+
+
 CALLS: dict = {
     "arch.thread_idx": h_thread_idx, "arch.lane_idx": h_lane_idx, "arch.warp_idx": h_warp_idx,
     "arch.make_warp_uniform": h_identity, "arch.block_idx_in_cluster": h_cta_rank,
@@ -1870,7 +2278,6 @@ CALLS: dict = {
     "cute.make_tiled_copy_A": h_make_copy_atom, "cute.make_tiled_copy_B": h_make_copy_atom,
     "cute.make_tiled_copy_C": h_make_copy_atom, "cute.make_tiled_copy_S": h_make_copy_atom,
     "cute.make_tiled_copy_D": h_make_copy_atom,
-    "functools.partial": h_partial,
     "arch.alloc_tmem": h_alloc_tmem, "arch.retrieve_tmem_ptr": h_retrieve_tmem_ptr,
     "arch.dealloc_tmem": h_tmem_contents, "arch.relinquish_tmem_alloc_permit": h_tmem_contents,
     "arch.fence_view_async_tmem_load": h_tmem_contents, "arch.fence_view_async_tmem_store": h_tmem_contents,
@@ -1890,6 +2297,8 @@ CALLS: dict = {
     "pipeline.arrive": h_pipeline_arrive, "pipeline.arrive_and_wait": h_pipeline_arrive_and_wait,
     "pipeline.pipeline_init_arrive": h_init_arrive, "pipeline.pipeline_init_wait": h_init_wait,
     "SmemAllocator": h_allocator, "const_expr": h_const_expr, "print": h_printf,
+    "functools.partial": h_partial, "cutlass_dsl.if_generate": h_if_generate, "if_generate": h_if_generate,
+    "isinstance": h_isinstance,
     "pipeline.CooperativeGroup": P.h_cooperative_group, "pipeline.make_pipeline_state": P.h_make_state,
     "pipeline.PipelineState": P.h_pipeline_state, "arch.issue_clc_query": P.h_issue_clc_query, "cute.nvgpu.tcgen05.commit": P.h_tcgen05_commit,
 }

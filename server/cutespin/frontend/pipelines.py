@@ -59,6 +59,11 @@ class Pipeline:
     mcast_mode: tuple = (1, 1)
     async_release: str = "signal"  # PipelineTmaMultiConsumersAsync's AsyncThread release style
 
+    # A package subclass (`class PipelineTmaAsync(cutlass.pipeline.PipelineTmaAsync)`): its methods
+    # override the library's. `attrs`: what its `create` set with `object.__setattr__`.
+    cls: object = field(default=None, compare=False)
+    attrs: dict = field(default_factory=dict, compare=False)
+
 
 @dataclass
 class OrderPipeline:
@@ -70,6 +75,103 @@ class OrderPipeline:
     length: int
     group_id: int
     state: "PipeState"
+
+
+# The op type of each side's `MbarrierArray` (cute-sync-api.md §9.1), as an arrive style.
+SIDE_STYLES = {
+    "PipelineAsync": ("thread", "thread"),
+    "PipelineCpAsync": ("thread", "thread"),
+    "PipelineTmaAsync": ("tma", "thread"),
+    "PipelineTmaUmma": ("tma", "elect"),
+    "PipelineUmmaAsync": ("elect", "thread"),
+    "PipelineAsyncUmma": ("thread", "elect"),
+}
+
+
+@dataclass(frozen=True)
+class MbarArray:
+    """`pipeline.sync_object_full` / `sync_object_empty`: the library's barrier array of one side,
+    reached by subclasses that override pipeline methods."""
+
+    pipe: Pipeline
+    side: str  # "full" | "empty"
+
+    @property
+    def bars(self) -> Smem:
+        return self.pipe.full if self.side == "full" else self.pipe.empty
+
+    @property
+    def style(self) -> str:
+        prod, cons = SIDE_STYLES[self.pipe.kind]
+        return prod if self.side == "full" else cons
+
+
+def with_class(pipe, cls):
+    """The result of a library `create` called through a package subclass."""
+    if isinstance(pipe, Pipeline):
+        set_class(pipe, cls)
+    return pipe
+
+
+def set_class(pipe: Pipeline, cls) -> None:
+    object.__setattr__(pipe, "cls", cls)  # frozen like the library's own dataclass
+
+
+def pipeline_attribute(pipe: Pipeline, attr: str):
+    if attr == "sync_object_full":
+        return MbarArray(pipe, "full")
+    if attr == "sync_object_empty":
+        return MbarArray(pipe, "empty")
+    if attr == "num_stages":
+        return pipe.stages
+    if attr in ("producer_mask", "consumer_mask"):
+        return None  # cluster size 1: arrivals are local
+    return Unknown(f"pipeline attribute {attr}")
+
+
+def mbar_attribute(arr: MbarArray, attr: str):
+    if attr == "tx_count":
+        return pipe_tx(arr.pipe) if arr.side == "full" else 0
+    if attr == "num_stages":
+        return arr.pipe.stages
+    return Unknown(f"barrier array attribute {attr}")
+
+
+def pipe_tx(pipe: Pipeline):
+    return pipe.tx if pipe.tx is not None else Unknown("tx")
+
+
+def _index_arg(it, v, node, meth):
+    if isinstance(v, LaneVal):
+        v = v.uniform()
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    it.unmodeled(node, f"sync_object.{meth}", "the stage index is not known")
+    return None
+
+
+def mbar_method(it, arr: MbarArray, meth: str, args, kwargs, node):
+    """`MbarrierArray` methods, as cute-sync-api.md §9.1 describes them."""
+    index = kwargs.get("index", args[0] if args else None)
+    if meth in ("try_wait", "test_wait"):
+        return Unknown("try result")
+    i = _index_arg(it, index, node, meth)
+    if i is None:
+        return None
+    bar = _bar(arr.bars, i % arr.pipe.stages)
+    if meth == "get_barrier":
+        return bar
+    if meth == "wait":
+        it.emit_wait(bar, kwargs.get("phase", args[1] if len(args) > 1 else None), node)
+    elif meth == "arrive":
+        style = arr.style
+        _arrive(it, bar, style, node, pipe_tx(arr.pipe) if style == "tma" else 0)
+    elif meth == "arrive_and_expect_tx":
+        tx = kwargs.get("tx_count", args[1] if len(args) > 1 else None)
+        _arrive(it, bar, "tma", node, tx if isinstance(tx, int) else Unknown("tx"))
+    else:
+        it.unmodeled(node, f"sync_object.{meth}", "barrier array method not modeled")
+    return None
 
 
 @dataclass(frozen=True)
@@ -231,7 +333,8 @@ def create(it, cls: str, args, kwargs, node):
     if not isinstance(storage, Smem):
         it.unmodeled(node, f"{cls}.create", "barrier_storage could not be resolved")
         return Unknown("pipeline")
-    label = (it.assign_name or "pipeline")
+    # Named after the kernel's variable, also when a subclass's `create` calls the library's.
+    label = (it.outer_name or it.assign_name or "pipeline")
     full = storage.at(label=f"{label}.full", stage=None, label_base=storage.offset)
     empty = storage.at(label=f"{label}.empty", offset=storage.offset + stages, stage=None,
                        label_base=storage.offset + stages)

@@ -104,16 +104,6 @@ class CopyKind:
 
 
 @dataclass(frozen=True)
-class Partial:
-    """`functools.partial(func, *args, **kwargs)`: calling it calls `func` with the bound
-    arguments first (keywords given at the call win)."""
-
-    func: Any
-    args: tuple
-    kwargs: tuple  # (name, value) pairs
-
-
-@dataclass(frozen=True)
 class TmemAllocatorObj:
     """`utils.TmemAllocator(holder, barrier_for_retrieve=nb, allocator_warp_id=w)`: the allocator
     warp writes the TMEM address into `holder`; the others read it after `barrier`."""
@@ -147,11 +137,69 @@ class TryWaitResult:
 
 @dataclass(frozen=True)
 class FuncRef:
-    """A helper function or method defined in the analyzed file (inlined at calls)."""
+    """A helper function or method (inlined at calls): defined in the analyzed file, or in a
+    sibling module of its package (`module` is then that module's ModuleInfo). `bound` is the
+    receiver of a method of a package class called on an object (a pipeline of a subclass)."""
 
     qualname: str
     node: Any = field(compare=False, hash=False)
     bound_self: bool = False
+    module: Any = field(default=None, compare=False, hash=False)
+    bound: Any = field(default=None, compare=False, hash=False)
+    owner: Any = field(default=None, compare=False, hash=False)  # the ClassRef a method came from
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    """A class defined in the analyzed package. `library_base` names the `cutlass.pipeline` class
+    it derives from (through its package bases), if any."""
+
+    qualname: str
+    node: Any = field(compare=False, hash=False)
+    module: Any = field(compare=False, hash=False)
+    bases: tuple = field(default=(), compare=False, hash=False)  # ClassRefs of package bases, in MRO order
+    library_base: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class PartialRef:
+    """`functools.partial(f, *args, **kwargs)`: called later with the bound arguments first."""
+
+    func: Any
+    args: tuple = ()
+    kwargs: tuple = ()  # (name, value) pairs
+
+
+@dataclass(frozen=True)
+class LambdaRef:
+    """A `lambda`: its body is evaluated in the environment it was created in."""
+
+    node: Any = field(compare=False, hash=False)
+    env: Any = field(compare=False, hash=False)
+    module: Any = field(default=None, compare=False, hash=False)
+
+
+@dataclass
+class Record:
+    """An object of a package class built in the kernel: a `@dataclass` / NamedTuple of
+    parameters (barrier pointers among them), or a class whose `__init__` we interpret."""
+
+    cls: Any
+    attrs: dict
+
+
+@dataclass(frozen=True)
+class LibraryCreate:
+    """`Sub.create` of a package subclass that inherits the library's `create`."""
+
+    cls: Any
+
+
+@dataclass(frozen=True)
+class SuperRef:
+    """`super()` inside a method of a pipeline subclass: the library behaviour of the object."""
+
+    obj: Any
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Optional
 from urllib.parse import quote
 
@@ -50,6 +51,10 @@ class Placement:
         return T.Position(line=current, character=self.units(text[:max(column - 1, 0)]))
 
     def span_range(self, span) -> T.Range:
+        if getattr(span, "path", "") and span.path != self.path:
+            # In a sibling module: its own lines, not this document's edit history.
+            return T.Range(start=T.Position(line=span.line - 1, character=max(span.column - 1, 0)),
+                           end=T.Position(line=span.end_line - 1, character=max(span.end_column - 1, 0)))
         start = self.position(span.line, span.column)
         end = self.position(span.end_line, span.end_column)
         if (end.line, end.character) < (start.line, start.character):
@@ -73,6 +78,14 @@ class Placement:
         if path == self.path:
             return self.uri
         return from_fs_path(path) or path
+
+
+def doc_line(f, place: Placement, def_line: int) -> int:
+    """The line of the analysed text where a finding shows: its own, or, inside a sibling
+    module's helper, the call that led there (else the kernel's `def`)."""
+    if f.path == place.path or not f.span.path:
+        return f.span.line
+    return f.span.anchor.line if f.span.anchor is not None else def_line
 
 
 def finding_id(qualname: str, index: int) -> str:
@@ -99,6 +112,15 @@ def kernel_diagnostics(kr, place: Placement, *, version: Optional[int], fixes_re
         related = [T.DiagnosticRelatedInformation(
             location=T.Location(uri=place.uri_for(r.path), range=place.span_range(r.span)), message=r.message)
             for r in f.related]
+        where, message = place.span_range(f.span), f.message
+        if f.path != place.path:
+            # Inside a helper of a sibling module: shown at the call in this document that led there.
+            anchor = f.span.anchor
+            where = place.span_range(anchor) if anchor is not None else place.line_range(kr.line)
+            message = f"{message} (in {Path(f.path).name} line {f.span.line})"
+            related.insert(0, T.DiagnosticRelatedInformation(
+                location=T.Location(uri=place.uri_for(f.path), range=place.span_range(f.span)),
+                message=f"here, in {Path(f.path).name}"))
         fixes = [f_ for f_ in f.fixes if f_.verified] if fixes_ready else []
         data = {
             "id": finding_id(kr.qualname, i), "kernel": kr.qualname, "version": version, "kind": f.kind,
@@ -106,15 +128,17 @@ def kernel_diagnostics(kr, place: Placement, *, version: Optional[int], fixes_re
             "fixes": [{"title": x.title, "preferred": x.preferred} for x in fixes],
         }
         out.append(T.Diagnostic(
-            range=place.span_range(f.span), message=f.message, severity=SEVERITY[level], code=f.code,
+            range=where, message=message, severity=SEVERITY[level], code=f.code,
             code_description=T.CodeDescription(href=docs_url(f.code)), source=SOURCE,
             related_information=related or None, data=data))
     level = level_for(UNMODELED_CODE, DEFAULT_LEVEL[UNMODELED_CODE], overrides)
     for u in kr.unmodeled if level else ():
+        foreign = bool(u.path) and u.path != place.path
         out.append(T.Diagnostic(
-            range=place.line_range(u.line), severity=SEVERITY[level], code=UNMODELED_CODE,
+            range=place.line_range(kr.line if foreign else u.line), severity=SEVERITY[level], code=UNMODELED_CODE,
             code_description=T.CodeDescription(href=docs_url(UNMODELED_CODE)), source=SOURCE,
-            message=f"unmodeled: {u.construct}: {u.why} (so {kr.qualname} is inconclusive)",
+            message=f"unmodeled: {u.construct}" + (f" (in {Path(u.path).name} line {u.line})" if foreign else "")
+            + f": {u.why} (so {kr.qualname} is inconclusive)",
             data={"kernel": kr.qualname, "version": version}))
     level = level_for(INCONCLUSIVE_CODE, DEFAULT_LEVEL[INCONCLUSIVE_CODE], overrides)
     if kr.verdict == "inconclusive" and level:
@@ -174,7 +198,7 @@ def relevant_steps(steps: list, lines_of_interest: set, tail: int = HOVER_TAIL) 
     keep = set(range(max(len(steps) - tail, 0), len(steps)))
     last_by_role = {}
     for i, s in enumerate(steps):
-        if s.line in lines_of_interest:
+        if s.line in lines_of_interest and not getattr(s, "path", ""):
             keep.add(i)
         last_by_role[s.process] = i
     keep |= set(last_by_role.values())
@@ -191,7 +215,9 @@ def trace_table(steps: list, place: Placement, keep: Optional[list] = None) -> s
             n = i - prev - 1
             rows.append(f"| … | | | *{n} step{'s' if n != 1 else ''} not shown* | |")
         s = steps[i]
-        line = place.current_line(s.line) if s.line else ""
+        line = place.current_line(s.line) if s.line and not s.path else ""
+        if s.line and s.path:  # inside a sibling module's helper: its file and line
+            line = f"{Path(s.path).name}:{s.line}"
         rows.append(f"| {s.index} | {_cell(s.process)} | {line} | {_cell(s.what)} | {_cell(s.state)} |")
         prev = i
     if keep and keep[-1] < len(steps) - 1:
@@ -365,7 +391,8 @@ def inlay_hints(inits: list, place: Placement) -> list:
 
 
 def trace_json(f, place: Placement) -> list:
-    return [{"step": s.index, "role": s.process, "line": place.current_line(s.line) if s.line else None,
+    return [{"step": s.index, "role": s.process,
+             "line": place.current_line(s.line) if s.line and not s.path else None,
              "operation": s.what, "barrier": s.state} for s in f.steps]
 
 
@@ -374,6 +401,6 @@ def promela_line_map(pm, place: Placement) -> dict:
     out = {}
     for n, info in sorted(pm.lines.items()):
         span = getattr(info, "span", None)
-        if span is not None:
+        if span is not None and not span.path:
             out[str(n)] = place.current_line(span.line)
     return out

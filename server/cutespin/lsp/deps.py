@@ -1,5 +1,10 @@
 """Which files an open kernel document imports, so a change on disk can re-check it.
 
+Two sources: the document's own import lines (below), and the sibling modules of the package
+whose code the last check's models actually include (`KernelModel.deps`: helpers and pipeline
+subclasses reached through re-exports and other modules' imports, which the import lines of the
+document do not name).
+
 Resolution is deliberately simple and never imports anything: `import a.b` and `from a.b import c`
 are looked up as `a/b.py`, `a/b/__init__.py` and `a/b/c.py` under each root (the workspace
 folders, `extraPaths` and the document's own folder); `from .x import y` relative to the
@@ -58,3 +63,13 @@ def _norm(p: Path) -> Path:
 
 def depends_on(text: str, doc_path: Path, changed: Path, roots: Iterable[Path]) -> bool:
     return _norm(changed) in dependency_paths(text, doc_path, roots)
+
+
+def model_depends_on(doc_state, changed: Path) -> bool:
+    """Whether the last check of the document followed code into `changed`."""
+    target = str(_norm(changed))
+    for entry in getattr(doc_state, "kernels", {}).values():
+        model = getattr(entry.result, "model", None)
+        if model is not None and target in getattr(model, "deps", ()):
+            return True
+    return False

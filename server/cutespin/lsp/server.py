@@ -20,7 +20,7 @@ from pygls.uris import to_fs_path
 
 from .. import api
 from . import convert
-from .deps import depends_on
+from .deps import depends_on, model_depends_on
 from .jobs import DocState, Job, JobManager, KernelEntry, Sink, check_key, run_check
 from .positions import RangeEdit, WholeEdit
 from .settings import SECTION, ServerOptions, parse_options
@@ -62,7 +62,8 @@ class CutespinServer(LanguageServer, Sink):
             doc = self.workspace.text_documents.get(uri)
             if doc is None or not uri.startswith("file:") or Path(doc.path).resolve() == changed.resolve():
                 continue
-            if changed.name == "pyproject.toml" or depends_on(doc.source, Path(doc.path), changed, roots):
+            if changed.name == "pyproject.toml" or depends_on(doc.source, Path(doc.path), changed, roots) \
+                    or model_depends_on(self.docs[uri], changed):
                 self.log_message(f"cutespin: {changed.name} changed on disk: re-checking {Path(doc.path).name}")
                 self.schedule(uri, "dependency", force=True)
 
@@ -441,8 +442,12 @@ def did_open(ls: CutespinServer, params: T.DidOpenTextDocumentParams) -> None:
 
 @SERVER.feature(T.TEXT_DOCUMENT_DID_SAVE, T.SaveOptions(include_text=False))
 def did_save(ls: CutespinServer, params: T.DidSaveTextDocumentParams) -> None:
-    """Check on save (a newer save cancels the running check)."""
+    """Check on save (a newer save cancels the running check); the open kernels whose models
+    include code of the saved module are re-checked too."""
     ls.schedule(params.text_document.uri, "save")
+    path = to_fs_path(params.text_document.uri)
+    if path:
+        ls.on_disk_change(Path(path))
 
 
 @SERVER.feature(T.TEXT_DOCUMENT_DID_CHANGE)
@@ -521,9 +526,10 @@ def hover(ls: CutespinServer, params: T.HoverParams) -> Optional[T.Hover]:
         kr = entry.result
         place = ls.entry_placement(st, entry)
         for i, f in enumerate(kr.findings):
-            hits = [s.line for s in f.steps if s.line and place.current_line(s.line) == line]
-            if place.current_line(f.span.line) == line:
-                hits.append(f.span.line)
+            hits = [s.line for s in f.steps if s.line and not s.path and place.current_line(s.line) == line]
+            shown = convert.doc_line(f, place, kr.line)
+            if place.current_line(shown) == line:
+                hits.append(shown)
             if hits:
                 sections.append(convert.finding_hover(f, convert.finding_id(kr.qualname, i), place, hits[0]))
         on_sync = kr.verdict != "counterexample" and any(place.current_line(n) == line for n in api.sync_lines(kr))
@@ -564,7 +570,8 @@ def code_action(ls: CutespinServer, params: T.CodeActionParams) -> Optional[list
             for entry in st.kernels.values():
                 place = ls.entry_placement(st, entry)
                 for f in entry.result.findings:
-                    if entry.fixes_ready and params.range.start.line <= place.current_line(f.span.line) - 1 \
+                    shown = convert.doc_line(f, place, entry.result.line)
+                    if entry.fixes_ready and params.range.start.line <= place.current_line(shown) - 1 \
                             <= params.range.end.line:
                         actions += convert.quick_fixes(f, place, version, None)
     if _kind_wanted(convert.FIX_ALL_KIND, only):

@@ -1,0 +1,218 @@
+"""Project-level resolution: kernels that use helpers and pipeline subclasses of sibling modules.
+
+The package under tests/fixtures/pkg_project/mypkg is ours: `sync` holds barrier helpers, `pipes`
+pipeline subclasses (re-exported by the package's `__init__`), `fakes` a class that only shares a
+library pipeline's name, and `cycle_a`/`cycle_b`/`sync` import each other in a cycle.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cutespin import api
+from cutespin.config import Settings
+from cutespin.frontend import build_models
+from cutespin.frontend import project as project_mod
+from cutespin.frontend.discover import collect_aliases
+from cutespin.frontend.project import Project, package_root
+
+import libcst as cst
+
+PKG = Path(__file__).resolve().parents[1] / "fixtures" / "pkg_project" / "mypkg"
+SETTINGS = Settings(verify_fixes=False)
+
+
+def line_of(path: Path, text: str, nth: int = 1) -> int:
+    """The 1-based line of the nth line of `path` containing `text`."""
+    hits = [i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line]
+    return hits[nth - 1]
+
+
+def check(name: str) -> dict:
+    path = PKG / name
+    result = api.check_source(path.read_text(), str(path), SETTINGS, with_fixes=False)
+    assert result.error is None, result.error
+    return {k.qualname: k for k in result.kernels}
+
+
+@pytest.fixture(scope="module")
+def handoff(require_spin):
+    return check("handoff.py")
+
+
+@pytest.fixture(scope="module")
+def ring(require_spin):
+    return check("ring.py")
+
+
+@pytest.fixture(scope="module")
+def partials(require_spin):
+    return check("partials.py")
+
+
+# ------------------------------------------------------------------------------ resolution
+
+
+def test_package_root_and_relative_aliases():
+    root, name = package_root(PKG / "handoff.py")
+    assert root == PKG.parent and name == "mypkg.handoff"
+    assert package_root(PKG / "__init__.py") == (PKG.parent, "mypkg")
+    module = cst.parse_module("from .sync import publish as pub\nfrom . import sync\nfrom ..x import y\n"
+                              "import mypkg.sync as S\n")
+    aliases = collect_aliases(module, "mypkg")
+    assert aliases["pub"] == "mypkg.sync.publish"
+    assert aliases["sync"] == "mypkg.sync"
+    assert aliases["S"] == "mypkg.sync"
+    assert aliases["y"].startswith("..")  # climbs above the top level: resolves to nothing
+    unknown = collect_aliases(module, None)
+    assert unknown["pub"] == ".sync.publish"  # never mistaken for `cutlass.utils`-like names
+
+
+def test_resolve_functions_classes_reexports_and_cycles():
+    p = Project.for_file(str(PKG / "handoff.py"))
+    f = p.resolve("mypkg.sync.publish")
+    assert f.node.name.value == "publish" and Path(f.module.path) == (PKG / "sync.py").resolve()
+    ring = p.resolve("mypkg.RingPipeline")  # re-exported by mypkg/__init__.py
+    assert ring.qualname == "mypkg.pipes.RingPipeline" and ring.library_base == "PipelineTmaAsync"
+    leaky = p.resolve("mypkg.pipes.LeakyPipeline")
+    assert leaky.library_base == "PipelineTmaAsync" and [b.qualname for b in leaky.bases] == [ring.qualname]
+    fake = p.resolve("mypkg.fakes.PipelineTmaAsync")
+    assert fake.library_base is None  # same name as the library class, no inheritance
+    # sync -> cycle_a -> cycle_b -> cycle_a: every name still resolves, nothing loops.
+    assert p.resolve("mypkg.cycle_b.relay").node.name.value == "relay"
+    assert p.resolve("mypkg.cycle_a.relay").node.name.value == "relay"  # cycle_a re-imports it
+    assert p.resolve("mypkg.nothing.here") is None
+    assert p.resolve("cutlass.pipeline.PipelineTmaAsync") is None  # the library is not the package
+
+
+def test_module_cache_reparses_only_a_changed_module(tmp_path):
+    pkg = tmp_path / "mypkg"
+    shutil.copytree(PKG, pkg)
+    kernel = pkg / "handoff.py"
+    build_models(kernel.read_text(), str(kernel), SETTINGS)
+    before = project_mod.MODULES.parses
+    build_models(kernel.read_text(), str(kernel), SETTINGS)
+    assert project_mod.MODULES.parses == before  # nothing changed on disk: no parse at all
+    sync = pkg / "sync.py"
+    sync.write_text(sync.read_text() + "\n# edited\n")
+    st = sync.stat()
+    os.utime(sync, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000))
+    build_models(kernel.read_text(), str(kernel), SETTINGS)
+    assert project_mod.MODULES.parses == before + 1  # only sync.py again
+
+
+def test_module_cap_is_an_assumption(monkeypatch):
+    monkeypatch.setattr(project_mod, "MAX_MODULES", 0)
+    (model, _) = build_models((PKG / "handoff.py").read_text(), str(PKG / "handoff.py"), SETTINGS)
+    assert any("module mypkg.sync of the package not followed" in a for a in model.assumptions)
+    assert model.deps == []
+
+
+# ------------------------------------------------------------------------------ verdicts
+
+
+def test_imported_helpers_verified(handoff):
+    k = handoff["Handoff.kernel"]
+    assert k.verdict == "verified", k.reason
+    assert k.model.deps == [str((PKG / "sync.py").resolve())]
+
+
+def test_deadlock_inside_a_sibling_helper_is_located_there(handoff):
+    k = handoff["HandoffStuck.kernel"]
+    assert k.verdict == "counterexample"
+    (f,) = k.findings
+    assert f.code == "CS101"
+    sync = (PKG / "sync.py").resolve()
+    assert Path(f.path) == sync
+    assert f.span.line == line_of(PKG / "sync.py", "cute.arch.mbarrier_wait(bar, phase)")
+    # The call in the analyzed file that led into the helper (where an editor shows it).
+    assert f.span.anchor.line == line_of(PKG / "handoff.py", "S.await_phase(ready, 0)", nth=2)
+    blocked = [r for r in f.related if r.message.startswith("blocked")]
+    assert blocked and all(Path(r.path) == sync for r in blocked)
+    out = f.to_json()
+    assert out["path"] == str(sync) and out["call_site"]["start"]["line"] == f.span.anchor.line
+
+
+def test_pipeline_subclass_overrides_are_interpreted(ring):
+    # RingSum acquires through sync.acquire_slot, whose parameter `pipeline` shadows the module's
+    # `import cutlass.pipeline as pipeline`: the parameter wins.
+    assert ring["RingSum.kernel"].verdict == "verified", ring["RingSum.kernel"].reason
+    assert not ring["RingSum.kernel"].unmodeled
+    k = ring["RingSumAllLanes.kernel"]  # the override's non-elected branch: every thread releases
+    assert k.verdict == "counterexample"
+    (f,) = k.findings
+    assert f.code == "CS301" and Path(f.path) == (PKG / "pipes.py").resolve()
+    assert f.span.line == line_of(PKG / "pipes.py", "self.sync_object_empty.arrive", nth=2)
+    assert "ring.empty" in f.message  # barriers keep the kernel's name through the subclass's create
+
+
+def test_subclass_of_a_subclass_uses_its_own_override(ring):
+    k = ring["LeakySum.kernel"]  # LeakyPipeline.producer_acquire never waits for a free slot
+    assert k.verdict == "counterexample"
+    (f,) = k.findings
+    assert Path(f.path) == (PKG / "pipes.py").resolve()
+    assert f.span.line == line_of(PKG / "pipes.py", "self.sync_object_full.arrive(state.index")
+
+
+def test_same_named_class_without_inheritance_stays_unmodeled(ring):
+    k = ring["FakeSum.kernel"]
+    assert k.verdict == "inconclusive"
+    assert [(u.line, u.construct) for u in k.unmodeled] == [
+        (line_of(PKG / "ring.py", "ring = PipelineTmaAsync.create("), "mypkg.fakes.PipelineTmaAsync.create"),
+        (line_of(PKG / "ring.py", "ring.producer_acquire(state)", nth=3), ".producer_acquire(...)")]
+
+
+def test_functools_partial_of_package_helpers(partials):
+    assert partials["PartialHandoff.kernel"].verdict == "verified", partials["PartialHandoff.kernel"].reason
+    k = partials["PartialTooEarly.kernel"]
+    assert k.verdict == "counterexample"
+    (f,) = k.findings
+    assert f.code in ("CS101", "CS201")
+    # relay (cycle_b) -> forward (cycle_a) -> sync.publish: the whole cycle is followed.
+    assert {Path(d).name for d in k.model.deps} == {"sync.py", "cycle_a.py", "cycle_b.py"}
+
+
+def test_unmodeled_inside_a_sibling_carries_its_path(tmp_path, require_spin):
+    pkg = tmp_path / "mypkg"
+    shutil.copytree(PKG, pkg)
+    sync = pkg / "sync.py"
+    sync.write_text(sync.read_text().replace("cute.arch.mbarrier_arrive(bar)",
+                                             "cute.arch.mbarrier_arrive(bar, arrive_count=n_unknown)"))
+    kernel = pkg / "handoff.py"
+    result = api.check_source(kernel.read_text(), str(kernel), SETTINGS, with_fixes=False)
+    k = {x.qualname: x for x in result.kernels}["Handoff.kernel"]
+    assert k.verdict == "inconclusive"
+    (u,) = k.unmodeled
+    assert Path(u.path) == sync.resolve() and u.line == line_of(sync, "arrive_count=n_unknown")
+    assert "sync.py line" in k.reason
+    assert k.to_json()["unmodeled"][0]["path"] == str(sync.resolve())
+
+
+def test_kernel_class_inherits_from_a_sibling_base(require_spin):
+    kernels = check("inherit.py")
+    k = kernels["Derived.kernel"]  # HandoffBase.__init__ sets the shape; HandoffBase.produce calls
+    assert k.verdict == "verified", k.reason  # back into Derived.stage_row (the analyzed file)
+    assert not any("block size not foldable" in a for a in k.assumptions)
+    assert {Path(d).name for d in k.model.deps} == {"base.py", "sync.py"}
+    bad = kernels["DerivedTwoWarps.kernel"]  # its __init__ calls super().__init__() then doubles `expected`
+    assert bad.verdict == "counterexample"
+    (f,) = bad.findings
+    assert f.code == "CS101" and Path(f.path) == (PKG / "sync.py").resolve()
+    assert f.span.anchor.line == line_of(PKG / "inherit.py", "await_phase(ready, 0)", nth=2)
+    assert [p.role for p in bad.model.processes] == [p.role for p in k.model.processes]  # 2 warps, not 4
+
+
+def test_namespace_package_above_the_root(tmp_path):
+    """`ns/` has no `__init__.py` (PEP 420): `from ns.pkg.helpers import f` still resolves."""
+    pkg = tmp_path / "ns" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helpers.py").write_text("def f(bar):\n    return bar\n")
+    (pkg / "k.py").write_text("from ns.pkg.helpers import f\n")
+    p = Project.for_file(str(pkg / "k.py"))
+    assert p.root == tmp_path / "ns" and p.module_name == "pkg.k"
+    assert p.resolve("ns.pkg.helpers.f").node.name.value == "f"
+    assert p.resolve("pkg.helpers.f").node.name.value == "f"
