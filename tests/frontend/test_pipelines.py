@@ -279,7 +279,11 @@ def test_tma_umma_release_commits_to_every_cta_in_the_row_and_column():
 def test_two_cta_umma_pairs_are_reported():
     m = build_models(kernel_source(UMMA_CLUSTER_BODY.format(vmnk="(2, 2, 1, 1)"),
                                    cluster="(4, 1, 1)"), "k.py", Settings())[0]
-    assert [(u.construct, "2-CTA" in u.why) for u in m.unmodeled] == [("PipelineTmaUmma.create", True)]
+    create = [u for u in m.unmodeled if u.construct == "PipelineTmaUmma.create"]
+    assert len(create) == 1 and "2-CTA" in create[0].why, m.unmodeled
+    # The pipeline it would have built is unknown, so its methods are reported too, never skipped.
+    others = {u.construct for u in m.unmodeled} - {"PipelineTmaUmma.create"}
+    assert others and all(c.startswith(".") for c in others), others
 
 
 def test_multicast_commit_and_tma_multicast_reach_every_cta_in_the_mask():
