@@ -323,7 +323,8 @@ def _releases_with_reads_in_flight(k: ir.KernelModel, region: int, kind: str) ->
 def _insert_before_releases(f: Finding, k, src, kind: str, statement: str) -> list:
     edits, done = [], set()
     for arrive in _releases_with_reads_in_flight(k, f.data.get("region"), kind):
-        stmt = src.statement_at_line(arrive.span.line)
+        # The waits are warp-collective (.sync.aligned): before an `elect_one()` block, not inside.
+        stmt = src.enclosing_elect(arrive.span) or src.statement_at_line(arrive.span.line)
         if stmt is None or stmt in done:
             continue
         done.add(stmt)

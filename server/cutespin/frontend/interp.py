@@ -580,10 +580,24 @@ class KernelInterp:
         return Unknown(f"attribute {attr}")
 
     def eval_Tuple(self, node):
-        return tuple(self.eval(e.value) for e in node.elements)
+        return self.eval_elements(node.elements)
 
     def eval_List(self, node):
-        return tuple(self.eval(e.value) for e in node.elements)
+        return self.eval_elements(node.elements)
+
+    def eval_elements(self, elements):
+        """Tuple/list displays; `*xs` splices a known sequence (`(mma_warp, *epilogue_warps)`), and
+        makes the display unknown otherwise (its length is not known)."""
+        out = []
+        for e in elements:
+            v = self.eval(e.value)
+            if isinstance(e, cst.StarredElement):
+                if not isinstance(v, (tuple, list)):
+                    return Unknown("display with an unknown starred element")
+                out.extend(v)
+            else:
+                out.append(v)
+        return tuple(out)
 
     def eval_Subscript(self, node):
         base = self.eval(node.value)
