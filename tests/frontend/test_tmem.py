@@ -208,3 +208,20 @@ def test_reading_a_stage_before_its_mma_is_committed_is_a_race(require_spin):
                                        "tTR_rAcc)"))
     # Reading the other stage than the one waited for: the MMA may still write it.
     assert verdict == "counterexample" and {c for c, _ in found} == {"CS201"}, found
+
+
+def test_constant_column_offsets_are_separate_buffers_and_an_unknown_one_covers_all():
+    _, ops = _ops("""
+s_t = cute.make_tensor(ptr + 128, acc.layout)
+cute.copy(t2r, tTR[(None, None, None, s0.index)], regs)
+cute.copy(t2r, s_t, regs)
+cute.arch.fence_view_async_tmem_load()
+""")
+    assert [r.region.name for r in _tmem(ops, ir.AsyncRead)] == ["TMEM[stage 0] (CTA 0)", "TMEM+128 (CTA 0)"]
+    _, ops = _ops("""
+far = cute.make_tensor(ptr + mC[0], acc.layout)
+cute.copy(t2r, tTR[(None, None, None, s0.index)], regs)
+cute.copy(t2r, far, regs)
+cute.arch.fence_view_async_tmem_load()
+""")
+    assert {r.region.name for r in _tmem(ops, ir.AsyncRead)} == {"TMEM+? (CTA 0)"}

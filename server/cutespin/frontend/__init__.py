@@ -15,7 +15,7 @@ from .. import ir
 from ..config import Settings
 from . import interp as I
 from .discover import KernelSite, ModuleInfo, class_methods, discover, self_assignments
-from .values import FULL_MASK, TMEM_ALL_STAGES, Gmem, ModuleRef, SelfObj, Smem, TmaAtom, Unknown
+from .values import FULL_MASK, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET, Gmem, ModuleRef, SelfObj, Smem, TmaAtom, Unknown
 
 DEFAULT_LOOP_BOUND = 3
 
@@ -324,7 +324,7 @@ class _Numbering:
         self.barriers: dict = {}
         self.regions: dict = {}
         self.flags: dict = {}
-        self.staged_tmem: set = set()  # indices of TMEM regions that are one accumulator stage
+        self.tmem_at: dict = {}  # TMEM region index -> (column offset, stage or None)
 
     def barrier(self, s: Smem) -> ir.Barrier:
         key = (s.alloc, s.cta, s.offset + (s.stage or 0))
@@ -336,8 +336,10 @@ class _Numbering:
 
     def region(self, target) -> Optional[ir.Region]:
         if isinstance(target, Smem) and target.tmem:
-            key = ("tmem", target.cta, target.stage)
-            name = "TMEM" + (f"[stage {target.stage}]" if target.stage is not None else "") + f" (CTA {target.cta})"
+            key = ("tmem", target.cta, target.offset, target.stage)
+            where = {0: "", TMEM_UNKNOWN_OFFSET: "+?"}.get(target.offset, f"+{target.offset}")
+            name = (f"TMEM{where}" + (f"[stage {target.stage}]" if target.stage is not None else "")
+                    + f" (CTA {target.cta})")
             space, cta = "tmem", target.cta
         elif isinstance(target, Smem):
             key = ("smem", target.alloc, target.cta, target.stage)
@@ -351,8 +353,8 @@ class _Numbering:
             return None
         if key not in self.regions:
             self.regions[key] = ir.Region(len(self.regions), space, cta, name)
-            if space == "tmem" and target.stage is not None:
-                self.staged_tmem.add(self.regions[key].index)
+            if space == "tmem":
+                self.tmem_at[self.regions[key].index] = (target.offset, target.stage)
         return self.regions[key]
 
     def flag(self, g: Gmem) -> ir.Flag:
@@ -561,19 +563,23 @@ class _WholeTmem(ir.Op):
 
 
 def _resolve_tmem(processes, numbering):
-    """TMEM buffers of one CTA: per accumulator stage when every access names its stage; when some
-    access names none (its stage is unknown or the kernel has one accumulator), all of that CTA's
-    TMEM is one buffer, so that the stage-less access conflicts with every stage. Then each dealloc
-    placeholder becomes an access of each remaining buffer."""
+    """TMEM buffers of one CTA: one per (constant column offset, accumulator stage). An access
+    that names no stage covers every stage at its offset, and an access at an offset that did not
+    fold covers the CTA's whole TMEM: those buffers are merged into the wider one, so that such an
+    access conflicts with everything it may touch. Then each dealloc placeholder becomes an access
+    of each remaining buffer of its CTA."""
     ops_all = [op for p in processes for v in p.variants for op in ir.walk(v)]
     tmem = [op for op in ops_all if isinstance(op, (ir.Access, ir.AsyncRead)) and op.region.space == "tmem"]
-    whole = {}
+    wider: dict = {}  # (cta, offset or None for all) -> the region covering it
     for op in tmem:
-        if op.region.index not in numbering.staged_tmem:
-            whole[op.region.cta] = op.region
+        offset, stage = numbering.tmem_at[op.region.index]
+        if offset == TMEM_UNKNOWN_OFFSET:
+            wider.setdefault((op.region.cta, None), op.region)
+        elif stage is None:
+            wider.setdefault((op.region.cta, offset), op.region)
     for op in tmem:
-        if op.region.cta in whole:
-            op.region = whole[op.region.cta]
+        offset, _ = numbering.tmem_at[op.region.index]
+        op.region = wider.get((op.region.cta, None)) or wider.get((op.region.cta, offset)) or op.region
     regions: dict = {}
     for op in tmem:
         regions.setdefault(op.region.cta, {})[op.region.index] = op.region

@@ -21,7 +21,7 @@ from .values import _flatten as _flat
 from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LaneVal, Layout,
     ModuleRef, NamedBarrierObj, Partial, Rmem, SelfObj, Smem, Storage, TmaAtom, TmemAllocatorObj, TryWaitResult, Unknown,
-    TMEM_ALL_STAGES,
+    TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET,
 )
 
 MBARRIER_MAX = (1 << 20) - 1
@@ -671,6 +671,10 @@ class KernelInterp:
         return self.binop(op, left, right)
 
     def binop(self, op, a, b):
+        if isinstance(a, Smem) and a.tmem and op in (operator.add, operator.sub):
+            # TMEM column offsets name the buffers carved out of one allocation (P13).
+            known = _is_int(b) and a.offset != TMEM_UNKNOWN_OFFSET
+            return a.at(offset=op(a.offset, b) if known else TMEM_UNKNOWN_OFFSET)
         if isinstance(a, Smem) and op in (operator.add, operator.sub) and _is_int(b):
             return a.at(offset=op(a.offset, b))
         if isinstance(a, Gmem) and op in (operator.add, operator.sub) and _is_int(b):
@@ -1589,7 +1593,8 @@ TMEM_LD_REGS = ("TMEM: reading the registers a tcgen05.ld filled (`.load()`, a c
                 "the thread's loads like fence_view_async_tmem_load() (the values cannot be used before they land)")
 TMEM_ST = ("TMEM: tcgen05.st / tcgen05.cp into TMEM are taken as complete at issue; fence_view_async_tmem_store() "
            "is not checked")
-TMEM_UNTRACED = ("TMEM: accesses through tensors not built from the retrieved TMEM pointer are not tracked")
+TMEM_UNTRACED = ("TMEM: accesses through tensors not built from the retrieved TMEM pointer are not tracked; "
+                 "buffers at different constant column offsets (`tmem_ptr + k`) are taken as disjoint")
 
 
 def _tmem_buffer(it) -> Smem:

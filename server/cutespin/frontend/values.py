@@ -62,6 +62,7 @@ class Smem:
 
 
 TMEM_ALL_STAGES = -1
+TMEM_UNKNOWN_OFFSET = -(1 << 40)  # `tmem_ptr + x` with x not folded: somewhere in the allocation
 
 
 @dataclass(frozen=True)
