@@ -225,3 +225,14 @@ cute.copy(t2r, far, regs)
 cute.arch.fence_view_async_tmem_load()
 """)
     assert {r.region.name for r in _tmem(ops, ir.AsyncRead)} == {"TMEM+? (CTA 0)"}
+
+
+def test_starred_elements_splice_into_tuple_displays():
+    # The examples size the TMEM allocation barrier as 32 * len((mma_warp, *epilogue_warps)).
+    src = HEAD + '''
+        nb = pipeline.NamedBarrier(barrier_id=2, num_threads=32 * len((4, *(0, 1, 2, 3))))
+        nb.arrive_and_wait()
+'''
+    k = build_models(src, "k.py", Settings())[0]
+    bars = [op for op in ir.walk(k.processes[0].variants[-1]) if isinstance(op, ir.NamedBarrier) and op.barrier_id == 2]
+    assert [b.threads for b in bars] == [160]
