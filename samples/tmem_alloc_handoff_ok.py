@@ -7,7 +7,8 @@ retrieve barrier (``wait_for_alloc``, named barrier 1 over the 128 threads) befo
 word with ``retrieve_ptr``. At the end the warps meet at the same barrier again before warp 0
 frees the columns.
 
-TMEM contents themselves are not tracked (an assumption the verdict lists).
+The kernel never loads from or MMAs into the columns, so the TMEM contents play no part here
+(tmem_load_fence_ok.py and tmem_dealloc_ok.py model them).
 
 Expected: correct.
 """

@@ -227,13 +227,15 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
                 rel = [Related(path, span, f"the read that may see stale data: {role} {what}")] + related
                 data["read_span"] = span.to_json()
                 return [Finding("scope", msg, nspan, path, rel, steps=steps, data=data)]
-            if info and info.op == "load" and info.region in pm.cp_async_dests:
+            if info and info.op == "dealloc":
+                msg = _dealloc_message(role, what)
+            elif info and info.op == "load" and info.region in pm.cp_async_dests:
                 msg = (f"data race: {role} {what} while a cp.async copy into it is not complete and ordered "
                        f"before the read: cp_async_wait_group(n) must retire the copy's group, threads other than "
                        f"the issuing ones need a barrier (sync_threads / named barrier) after that wait, and the "
                        f"buffer must not be refilled before its readers pass a barrier; on the GPU the read can "
                        f"see stale or partial data")
-            elif info and info.op == "load":
+            elif info and info.op in ("load", "async_read"):
                 msg = (f"data race: {role} {what} before the write it depends on is ordered before it "
                        f"(read-after-write); on the GPU it can read stale or partial data")
             elif info and info.op in ("store", "tma_load", "cp_async"):
@@ -245,6 +247,8 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
             else:
                 msg = f"data race on {region_name}: {role} {what}"
             return [Finding("race", msg, span, path, related, steps=steps, data=data)]
+        if sub == "async_read" and info and info.op == "dealloc":
+            return [Finding("race", _dealloc_message(role, what), span, path, related, steps=steps, data=data)]
         if sub == "async_read":
             kinds = pm.async_read_kinds.get(info.region if info else -1, [])
             reasons = []
@@ -315,6 +319,13 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
                 "blocked": [{"line": i.span.line, "op": i.op, "barrier": i.barrier} for _, i in blocked]}
         return [Finding("deadlock", msg, info.span, path, rel, steps=steps, data=data)]
     return []
+
+
+def _dealloc_message(role: str, what: str) -> str:
+    return (f"data race: {role} {what} (dealloc_tmem / TmemAllocator.free) while another role may still load "
+            f"from it (tcgen05.ld) or MMA into it: every TMEM use must be over and ordered before the dealloc by a "
+            f"barrier (a named barrier or an mbarrier the deallocating warp waits on); on the GPU the columns can "
+            f"be reallocated while in use")
 
 
 def _int(v):

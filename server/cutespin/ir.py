@@ -236,6 +236,9 @@ class Access(Op):
     # Key of a per-thread partition view (`thr_copy.partition_D(s)` etc., by call site): two
     # accesses through the same partition by different warps touch disjoint elements.
     part: Optional[str] = None
+    # "dealloc": the access stands for dealloc_tmem / TmemAllocator.free (a read and a write of
+    # every TMEM stage), so that messages name the deallocation.
+    what: Optional[str] = None
 
 
 @dataclass

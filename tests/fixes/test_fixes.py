@@ -29,6 +29,10 @@ CASES = [
     ("cp_async_wait_too_shallow.py", "CS201", "Wait for one more cp.async group", (70, "self.stages - 1 - 1"), True),
     ("wgmma_release_early.py", "CS201", "warpgroup.wait_group(0) before releasing",
      (106, "cute.nvgpu.warpgroup.wait_group(0)"), True),
+    # The fence goes before the `with cute.arch.elect_one():` that releases (tcgen05.wait::ld is
+    # warp-collective), not inside it.
+    ("tmem_load_release_before_fence.py", "CS201", "fence_view_async_tmem_load() before releasing",
+     (99, "cute.arch.fence_view_async_tmem_load()"), True),
 ]
 
 _cache = {}

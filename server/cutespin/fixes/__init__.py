@@ -94,7 +94,15 @@ def _elected_arrives_after_lane_writes(k: ir.KernelModel, region_name: Optional[
     return hits
 
 
+def _not_a_lane_release(f: Finding) -> bool:
+    """Findings no sync_warp / all-lane arrive can fix: an asynchronous read still in flight (its
+    wait is missing) or a TMEM dealloc (a barrier with the other roles is missing)."""
+    return f.data.get("sub") == "async_read" or f.data.get("op") == "dealloc"
+
+
 def fix_sync_warp(f: Finding, k, src) -> list:
+    if _not_a_lane_release(f):
+        return []
     fixes = []
     done = set()
     for p, op in _elected_arrives_after_lane_writes(k, None):
@@ -109,6 +117,8 @@ def fix_sync_warp(f: Finding, k, src) -> list:
 
 
 def fix_all_lanes_arrive(f: Finding, k, src) -> list:
+    if _not_a_lane_release(f):
+        return []
     fixes = []
     for p, op in _elected_arrives_after_lane_writes(k, None):
         with_stmt = src.enclosing_elect(op.span)
@@ -315,7 +325,8 @@ def _releases_with_reads_in_flight(k: ir.KernelModel, region: int, kind: str) ->
 def _insert_before_releases(f: Finding, k, src, kind: str, statement: str) -> list:
     edits, done = [], set()
     for arrive in _releases_with_reads_in_flight(k, f.data.get("region"), kind):
-        stmt = src.statement_at_line(arrive.span.line)
+        # The waits are warp-collective (.sync.aligned): before an `elect_one()` block, not inside.
+        stmt = src.enclosing_elect(arrive.span) or src.statement_at_line(arrive.span.line)
         if stmt is None or stmt in done:
             continue
         done.add(stmt)

@@ -16,7 +16,7 @@ from ..config import Settings
 from . import interp as I
 from .discover import KernelSite, ModuleInfo, class_methods, discover, self_assignments
 from .project import Project
-from .values import FULL_MASK, Gmem, ModuleRef, SelfObj, Smem, TmaAtom, Unknown
+from .values import FULL_MASK, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET, Gmem, ModuleRef, SelfObj, Smem, TmaAtom, Unknown
 
 DEFAULT_LOOP_BOUND = 3
 
@@ -402,6 +402,7 @@ class _Numbering:
         self.barriers: dict = {}
         self.regions: dict = {}
         self.flags: dict = {}
+        self.tmem_at: dict = {}  # TMEM region index -> (column offset, stage or None)
 
     def barrier(self, s: Smem) -> ir.Barrier:
         key = (s.alloc, s.cta, s.offset + (s.stage or 0))
@@ -412,7 +413,13 @@ class _Numbering:
         return self.barriers[key]
 
     def region(self, target) -> Optional[ir.Region]:
-        if isinstance(target, Smem):
+        if isinstance(target, Smem) and target.tmem:
+            key = ("tmem", target.cta, target.offset, target.stage)
+            where = {0: "", TMEM_UNKNOWN_OFFSET: "+?"}.get(target.offset, f"+{target.offset}")
+            name = (f"TMEM{where}" + (f"[stage {target.stage}]" if target.stage is not None else "")
+                    + f" (CTA {target.cta})")
+            space, cta = "tmem", target.cta
+        elif isinstance(target, Smem):
             key = ("smem", target.alloc, target.cta, target.stage)
             name = target.label + (f"[stage {target.stage}]" if target.stage is not None else "")
             name += f" (CTA {target.cta})"
@@ -424,6 +431,8 @@ class _Numbering:
             return None
         if key not in self.regions:
             self.regions[key] = ir.Region(len(self.regions), space, cta, name)
+            if space == "tmem":
+                self.tmem_at[self.regions[key].index] = (target.offset, target.stage)
         return self.regions[key]
 
     def flag(self, g: Gmem) -> ir.Flag:
@@ -511,6 +520,8 @@ class _Converter:
         if isinstance(op, I.RawTmaStore):
             return ir.TmaStore(op.span, self.n.region(op.src), self.lanes(op.mask),
                                self.n.region(op.dst) if isinstance(op.dst, Gmem) else None)
+        if isinstance(op, I.RawAccess) and isinstance(op.target, Smem) and op.target.stage == TMEM_ALL_STAGES:
+            return _WholeTmem(op.span, op.target.cta, op.write, self.lanes(op.mask))
         if isinstance(op, I.RawAccess):
             region = self.n.region(op.target)
             if region is None:
@@ -629,6 +640,55 @@ def _bulk_groups(ops, open_stores: list, groups: list):
         elif isinstance(op, ir.Choice):
             for alt in op.alternatives:
                 _bulk_groups(alt, list(open_stores), [list(g) for g in groups])
+
+
+@dataclass
+class _WholeTmem(ir.Op):
+    """Placeholder for an access of every TMEM stage of a CTA (dealloc), resolved by `_resolve_tmem`
+    once every warp is converted and the stages in use are known."""
+
+    cta: int
+    write: bool
+    lanes: int
+
+
+def _resolve_tmem(processes, numbering):
+    """TMEM buffers of one CTA: one per (constant column offset, accumulator stage). An access
+    that names no stage covers every stage at its offset, and an access at an offset that did not
+    fold covers the CTA's whole TMEM: those buffers are merged into the wider one, so that such an
+    access conflicts with everything it may touch. Then each dealloc placeholder becomes an access
+    of each remaining buffer of its CTA."""
+    ops_all = [op for p in processes for v in p.variants for op in ir.walk(v)]
+    tmem = [op for op in ops_all if isinstance(op, (ir.Access, ir.AsyncRead)) and op.region.space == "tmem"]
+    wider: dict = {}  # (cta, offset or None for all) -> the region covering it
+    for op in tmem:
+        offset, stage = numbering.tmem_at[op.region.index]
+        if offset == TMEM_UNKNOWN_OFFSET:
+            wider.setdefault((op.region.cta, None), op.region)
+        elif stage is None:
+            wider.setdefault((op.region.cta, offset), op.region)
+    for op in tmem:
+        offset, _ = numbering.tmem_at[op.region.index]
+        op.region = wider.get((op.region.cta, None)) or wider.get((op.region.cta, offset)) or op.region
+    regions: dict = {}
+    for op in tmem:
+        regions.setdefault(op.region.cta, {})[op.region.index] = op.region
+
+    def expand(ops):
+        out = []
+        for op in ops:
+            if isinstance(op, _WholeTmem):
+                for r in sorted(regions.get(op.cta, {}).values(), key=lambda r: r.index):
+                    out.append(ir.Access(op.span, r, op.write, op.lanes, what="dealloc"))
+            elif isinstance(op, ir.Choice):
+                op.alternatives = [expand(alt) for alt in op.alternatives]
+                out.append(op)
+            else:
+                out.append(op)
+        return out
+
+    for p in processes:
+        p.variants = [expand(v) for v in p.variants]
 
 
 def _async_read_groups(ops, kind: str, open_reads: list, groups: list):
@@ -820,6 +880,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
             role = f"CTA {cta} " + role
         processes.append(ir.Process(cta, w, role, classes, variants))
 
+    _resolve_tmem(processes, numbering)
     _assign_tx_units(processes, registry)
     for p in processes:
         for ops in p.variants:

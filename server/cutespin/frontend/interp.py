@@ -21,8 +21,8 @@ from .project import LIBRARY_PIPELINE_PREFIXES, ClassAttr, local_class_ref
 from .values import _flatten as _flat
 from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, ClassRef, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LambdaRef,
-    LaneVal, Layout, LibraryCreate, ModuleRef, NamedBarrierObj, PartialRef, Record, SelfObj, Smem, Storage,
-    SuperRef, TmaAtom, TmemAllocatorObj, TryWaitResult, Unknown,
+    LaneVal, Layout, LibraryCreate, ModuleRef, NamedBarrierObj, PartialRef, Record, Rmem, SelfObj, Smem, Storage,
+    SuperRef, TmaAtom, TmemAllocatorObj, TryWaitResult, Unknown, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET,
 )
 
 MBARRIER_MAX = (1 << 20) - 1
@@ -160,6 +160,7 @@ class KernelInterp:
         self.outer_name: Optional[str] = None  # the analyzed file's variable a helper's result goes to
         self.no_inline: set = set()
         self.steps = 0
+        self.tmem_ld_dests: set = set()  # keys of register tensors a tcgen05.ld wrote into
 
     # ---------------------------------------------------------------- helpers
     def span(self, node) -> ir.Span:
@@ -284,6 +285,11 @@ class KernelInterp:
                 base.attrs[target.attr.value] = value
         elif isinstance(target, cst.Subscript):
             base = self.eval(target.value)
+            if isinstance(base, Smem) and base.tmem:
+                self.unmodeled(node, "TMEM element store", "TMEM is written through cute.copy (tcgen05.st) only")
+                return
+            if isinstance(base, Rmem):
+                return
             self.access(base, write=True, node=node, index=target)
         else:
             self.unmodeled(node, "assignment target", "assignment target not modeled")
@@ -723,13 +729,14 @@ class KernelInterp:
         return self.eval_elements(node.elements)
 
     def eval_elements(self, elements):
-        """Tuple/list display elements; `*xs` splices a folded sequence (else the whole display is unknown)."""
+        """Tuple/list displays; `*xs` splices a known sequence (`(mma_warp, *epilogue_warps)`), and
+        makes the display unknown otherwise (its length is not known)."""
         out = []
         for e in elements:
             v = self.eval(e.value)
             if isinstance(e, cst.StarredElement):
                 if not isinstance(v, (tuple, list)):
-                    return Unknown("a display that unpacks a runtime value")
+                    return Unknown("display with an unknown starred element")
                 out.extend(v)
             else:
                 out.append(v)
@@ -737,6 +744,16 @@ class KernelInterp:
 
     def eval_Subscript(self, node):
         base = self.eval(node.value)
+        if isinstance(base, Smem) and base.tmem:
+            return _tmem_subscript(self, base, node)
+        if isinstance(base, Rmem):
+            # A coordinate of ints reads one element; an index with an open mode is a view (its read
+            # is a later `.load()` or a copy from it).
+            idx = self.eval_index(node)
+            if all(_is_int(x) for x in (idx if isinstance(idx, tuple) else (idx,))):
+                self.read_registers(base, node)
+                return Unknown("register value")
+            return base
         if isinstance(base, (Smem, Gmem)):
             return self.access(base, write=False, node=node, index=node)
         idx = self.eval_index(node)
@@ -797,6 +814,10 @@ class KernelInterp:
         return self.binop(op, left, right)
 
     def binop(self, op, a, b):
+        if isinstance(a, Smem) and a.tmem and op in (operator.add, operator.sub):
+            # TMEM column offsets name the buffers carved out of one allocation (P13).
+            known = _is_int(b) and a.offset != TMEM_UNKNOWN_OFFSET
+            return a.at(offset=op(a.offset, b) if known else TMEM_UNKNOWN_OFFSET)
         if isinstance(a, Smem) and op in (operator.add, operator.sub) and _is_int(b):
             return a.at(offset=op(a.offset, b))
         if isinstance(a, Gmem) and op in (operator.add, operator.sub) and _is_int(b):
@@ -1030,7 +1051,7 @@ class KernelInterp:
             return Unknown(f"result of {name}")
         if _view_name(name):
             for v in args:
-                if isinstance(v, (Smem, Gmem)):
+                if isinstance(v, (Smem, Gmem, Rmem)):
                     return self.thread_partition(v, node) if name == "cute.local_partition" else v
         if name.startswith("cute.") or name.startswith(PURE_PREFIXES) or name in BUILTIN_PURE:
             result = _builtin(name, args)
@@ -1075,6 +1096,20 @@ class KernelInterp:
             return P.handle_method(self, base, meth, node)
         if isinstance(base, Allocator):
             return self.alloc_method(base, meth, args, kwargs, node)
+        if isinstance(base, Smem) and base.tmem:
+            if meth in ("load", "store", "fill"):
+                self.unmodeled(node, f"TMEM tensor .{meth}()", "TMEM is accessed through cute.copy (tcgen05.ld/st) only")
+                return Unknown("TMEM value")
+            if meth in ("data_ptr", "iterator", "align", "toint") or _view_name(meth):
+                return base
+            return Unknown(f"{meth} of tensor memory")
+        if isinstance(base, Rmem):
+            if meth == "load":
+                self.read_registers(base, node)
+                return Unknown("register values")
+            if _view_name(meth) or meth in ("iterator", "data_ptr"):
+                return base
+            return Unknown(f"{meth} of a register tensor")
         if isinstance(base, Smem):
             if meth in ("data_ptr", "iterator", "align", "toint", "get_tensor"):
                 if meth == "get_tensor" and args:
@@ -1113,7 +1148,7 @@ class KernelInterp:
         if _view_name(meth) or meth in ("make_fragment_A", "make_fragment_B"):
             # make_fragment_A/B of an SMEM partition is the MMA's descriptor view of that buffer.
             for v in args:
-                if isinstance(v, (Smem, Gmem)):
+                if isinstance(v, (Smem, Gmem, Rmem)):
                     return self.thread_partition(v, node) if meth.startswith("partition") else v
         if isinstance(base, Unknown) and meth in PIPELINE_METHODS and any(
                 isinstance(v, (P.PipeState, P.Handle)) for v in list(args) + list(kwargs.values())):
@@ -1239,6 +1274,14 @@ class KernelInterp:
             if len(shape) >= 3 and stages is not None and shape[-1] == stages:
                 return buf.at(stages=stages)
         return buf
+
+    def read_registers(self, v, node):
+        """The lanes read a register tensor. If a tcgen05.ld filled it, its values cannot be consumed
+        before the load completes, so the read stands for `tcgen05.wait::ld` (which waits for all
+        of the thread's loads); see TMEM_LD_REGS."""
+        if isinstance(v, Rmem) and v.key in self.tmem_ld_dests:
+            self.registry.assume(TMEM_LD_REGS)
+            self.emit(RawAsyncReadWait(self.span(node), 0, self.mask, "tmem_ld"))
 
     def thread_partition(self, v, node):
         """`thr.partition_D(s)` / `local_partition(s, ..., tidx)`: the calling thread's elements of
@@ -1904,6 +1947,9 @@ def h_copy(it: KernelInterp, args, kwargs, node):
     if "mbar_ptr" in kwargs:
         it.unmodeled(node, "cute.copy(mbar_ptr=...)", "asynchronous DSMEM copies are not modeled")
         return None
+    it.read_registers(src, node)
+    if isinstance(src, Smem) and src.tmem or isinstance(dst, Smem) and dst.tmem:
+        return tmem_copy(it, src, dst, node)
     if isinstance(atom, TmaAtom) and isinstance(src, Smem):
         it.emit(RawTmaStore(span, src, dst, it.mask))
         return None
@@ -1944,13 +1990,69 @@ def h_cp_async_wait(it, args, kwargs, node):
     it.emit(RawCpAsyncWait(it.span(node), int(n), it.mask))
 
 
-# ---- TMEM (sm100). What is modeled: the allocation handoff through shared memory (alloc_tmem
-# writes the TMEM address into an SMEM word, retrieve_tmem_ptr reads it, so a missing barrier
-# between them is a race). TMEM contents are not tracked: tcgen05.ld/st and MMA accumulators,
-# their waits (fence_view_async_tmem_load/store) and dealloc ordering are stated assumptions.
+# ---- TMEM (sm100). What is modeled:
+# - the allocation handoff through shared memory (alloc_tmem writes the TMEM address into an SMEM
+#   word, retrieve_tmem_ptr reads it, so a missing barrier between them is a race);
+# - TMEM contents (policy P13): the retrieved pointer is the CTA's tensor memory, one buffer per
+#   accumulator stage (`t[(..., state.index)]`) or one buffer when no stage is selected. A
+#   tcgen05.ld (`cute.copy` from TMEM) is an asynchronous read retired by
+#   fence_view_async_tmem_load() or by a read of the registers it filled; a tcgen05 MMA writes
+#   its TMEM accumulator at issue (completion through tcgen05.commit); dealloc_tmem /
+#   TmemAllocator.free reads and writes every stage, so every load and MMA must be ordered before.
 
-TMEM_CONTENTS = ("TMEM contents are not tracked: the ordering of tcgen05.ld/st, MMA accumulator writes, "
-                 "fence_view_async_tmem_load/store and dealloc_tmem against TMEM users is not checked")
+TMEM_MMA = ("TMEM: a tcgen05 MMA's accumulator write (and TMEM operand read) is taken at issue by the issuing "
+            "thread; its completion is what that thread's tcgen05.commit signals")
+TMEM_LD_REGS = ("TMEM: reading the registers a tcgen05.ld filled (`.load()`, a copy or MMA from them) waits for "
+                "the thread's loads like fence_view_async_tmem_load() (the values cannot be used before they land)")
+TMEM_ST = ("TMEM: tcgen05.st / tcgen05.cp into TMEM are taken as complete at issue; fence_view_async_tmem_store() "
+           "is not checked")
+TMEM_UNTRACED = ("TMEM: accesses through tensors not built from the retrieved TMEM pointer are not tracked; "
+                 "buffers at different constant column offsets (`tmem_ptr + k`) are taken as disjoint")
+
+
+def _tmem_buffer(it) -> Smem:
+    return Smem(alloc="tmem", label="TMEM", cta=it.ctx.cta, tmem=True)
+
+
+def _tmem_subscript(it, base: Smem, node):
+    """A subscript of a TMEM tensor is a view. It selects an accumulator stage when its last index
+    is a pipeline state's `.index` (`tCtAcc_base[(None, None, None, acc_state.index)]`) that
+    folds; other indices (sub-tiles, k-blocks) stay inside the same buffer."""
+    last = node.slice[-1].slice
+    if len(node.slice) == 1 and isinstance(last, cst.Index) and isinstance(last.value, cst.Tuple) \
+            and last.value.elements:
+        last = cst.Index(last.value.elements[-1].value)  # t[(a, b, s)]
+    if base.stage is None and isinstance(last, cst.Index) and isinstance(last.value, cst.Attribute) \
+            and last.value.attr.value == "index":
+        stage = it.eval(last.value)
+        if isinstance(stage, LaneVal):
+            stage = stage.uniform()
+        if _is_int(stage):
+            return base.at(stage=int(stage))
+    return base
+
+
+def tmem_copy(it, src, dst, node):
+    """`cute.copy` with TMEM on one side: tcgen05.ld (TMEM -> registers), tcgen05.st (registers ->
+    TMEM) or tcgen05.cp (SMEM -> TMEM)."""
+    span = it.span(node)
+    if isinstance(src, Smem) and src.tmem:
+        it.emit(RawAsyncRead(span, src, it.mask, "tmem_ld"))
+        if isinstance(dst, Rmem):
+            it.tmem_ld_dests.add(dst.key)
+        return None
+    it.registry.assume(TMEM_ST)
+    if isinstance(src, Smem):
+        it.access(src, False, node)  # tcgen05.cp reads shared memory; one thread issues it
+        it.emit(RawAccess(span, dst, True, _lowest(it.mask), False))
+    else:
+        it.emit(RawAccess(span, dst, True, it.mask, False))
+    return None
+
+
+def h_make_rmem(it, args, kwargs, node):
+    sp = it.span(node)
+    return Rmem(f"{sp.line}:{sp.column}")
 
 
 def _tmem_holder_write(it, holder, node, what):
@@ -1961,12 +2063,12 @@ def _tmem_holder_write(it, holder, node, what):
 
 
 def _tmem_holder_read(it, holder, node, what):
-    it.registry.assume(TMEM_CONTENTS)
+    it.registry.assume(TMEM_UNTRACED)
     if isinstance(holder, Smem):
         it.access(holder, False, node)
     else:
         it.unmodeled(node, what, "the shared-memory word holding the TMEM address could not be resolved")
-    return Unknown("TMEM pointer")
+    return _tmem_buffer(it)
 
 
 def h_alloc_tmem(it, args, kwargs, node):
@@ -1981,10 +2083,38 @@ def h_retrieve_tmem_ptr(it, args, kwargs, node):
     return _tmem_holder_read(it, _kw(args, kwargs, 2, "ptr_to_buffer_holding_addr"), node, "cute.arch.retrieve_tmem_ptr")
 
 
-def h_tmem_contents(it, args, kwargs, node):
-    """dealloc_tmem, relinquish_tmem_alloc_permit, fence_view_async_tmem_load/store: they order
-    TMEM accesses only, which are not tracked (stated)."""
-    it.registry.assume(TMEM_CONTENTS)
+def h_tmem_load_fence(it, args, kwargs, node):
+    """fence_view_async_tmem_load() = tcgen05.wait::ld: the thread's earlier tcgen05.ld are complete."""
+    it.emit(RawAsyncReadWait(it.span(node), 0, it.mask, "tmem_ld"))
+    return None
+
+
+def h_tmem_store_fence(it, args, kwargs, node):
+    """fence_view_async_tmem_store() = tcgen05.wait::st: TMEM stores are taken as complete at issue."""
+    it.registry.assume(TMEM_ST)
+    return None
+
+
+def h_tmem_op_fence(it, args, kwargs, node):
+    kind = _kw(args, kwargs, 0, "kind")
+    text = kind.qualname if isinstance(kind, ModuleRef) else str(kind)
+    if "load" in text.lower():
+        return h_tmem_load_fence(it, args, kwargs, node)
+    return h_tmem_store_fence(it, args, kwargs, node)
+
+
+def h_dealloc_tmem(it, args, kwargs, node):
+    """dealloc_tmem: every TMEM load and MMA of the CTA must be over and ordered before it, which
+    the model checks as a read and a write of every stage by the deallocating lanes."""
+    whole = _tmem_buffer(it).at(stage=TMEM_ALL_STAGES)
+    span = it.span(node)
+    it.emit(RawAccess(span, whole, False, it.mask, False))
+    it.emit(RawAccess(span, whole, True, it.mask, False))
+    return None
+
+
+def h_relinquish_tmem(it, args, kwargs, node):
+    """relinquish_tmem_alloc_permit: lets other CTAs allocate; orders nothing in this CTA."""
     return None
 
 
@@ -2024,8 +2154,10 @@ def tmem_allocator_method(it, t: TmemAllocatorObj, meth, args, kwargs, node):
         return None
     if meth == "retrieve_ptr":
         return _tmem_holder_read(it, t.holder, node, "TmemAllocator.retrieve_ptr")
-    if meth in ("free", "relinquish_alloc_permit"):
-        return h_tmem_contents(it, args, kwargs, node)
+    if meth == "free":
+        return h_dealloc_tmem(it, args, kwargs, node) if on_allocator else None
+    if meth == "relinquish_alloc_permit":
+        return None
     it.unmodeled(node, f"TmemAllocator.{meth}", "method not modeled")
     return Unknown("TMEM")
 
@@ -2054,6 +2186,7 @@ def _tma_multicast(it, bar: Smem, dst, mask, node):
 def h_autovec_copy(it, args, kwargs, node):
     if len(args) >= 2:
         src, dst = args[0], args[1]
+        it.read_registers(src, node)
         if isinstance(src, (Smem, Gmem)):
             it.access(src, False, node)
         if isinstance(dst, (Smem, Gmem)):
@@ -2067,8 +2200,19 @@ def h_gemm(it, args, kwargs, node):
     Which of the two is decided per warp from its warpgroup commit/wait calls (frontend
     `_async_read_groups`)."""
     for v in args[2:4]:
-        if isinstance(v, Smem):
+        it.read_registers(v, node)
+        if isinstance(v, Smem) and v.tmem:
+            # An operand in TMEM (e.g. A from TMEM): read by the MMA the issuing thread starts.
+            it.registry.assume(TMEM_MMA)
+            it.emit(RawAccess(it.span(node), v, False, _lowest(it.mask), False))
+        elif isinstance(v, Smem):
             it.emit(RawAsyncRead(it.span(node), v, it.mask, "mma"))
+    d = args[1] if len(args) > 1 else kwargs.get("d")
+    if isinstance(d, Smem) and d.tmem:
+        # tcgen05.mma is issued by one thread; the accumulator write is taken at issue, its
+        # completion is what that thread's tcgen05.commit signals (TMEM_MMA).
+        it.registry.assume(TMEM_MMA)
+        it.emit(RawAccess(it.span(node), d, True, _lowest(it.mask), False))
     return None
 
 
@@ -2279,9 +2423,11 @@ CALLS: dict = {
     "cute.make_tiled_copy_C": h_make_copy_atom, "cute.make_tiled_copy_S": h_make_copy_atom,
     "cute.make_tiled_copy_D": h_make_copy_atom,
     "arch.alloc_tmem": h_alloc_tmem, "arch.retrieve_tmem_ptr": h_retrieve_tmem_ptr,
-    "arch.dealloc_tmem": h_tmem_contents, "arch.relinquish_tmem_alloc_permit": h_tmem_contents,
-    "arch.fence_view_async_tmem_load": h_tmem_contents, "arch.fence_view_async_tmem_store": h_tmem_contents,
-    "arch.fence_view_async_tmem_op": h_tmem_contents,
+    "arch.dealloc_tmem": h_dealloc_tmem, "arch.relinquish_tmem_alloc_permit": h_relinquish_tmem,
+    "arch.fence_view_async_tmem_load": h_tmem_load_fence, "arch.fence_view_async_tmem_store": h_tmem_store_fence,
+    "arch.fence_view_async_tmem_op": h_tmem_op_fence,
+    "cute.make_rmem_tensor": h_make_rmem, "cute.make_rmem_tensor_like": h_make_rmem,
+    "cute.make_fragment": h_make_rmem, "cute.make_fragment_like": h_make_rmem,
     "arch.griddepcontrol_wait": h_griddepcontrol, "arch.griddepcontrol_launch_dependents": h_griddepcontrol,
     "utils.TmemAllocator": h_tmem_allocator, "memory.TmemAllocator": h_tmem_allocator,
     "arch.alloc_smem": h_alloc_smem, "arch.get_dyn_smem": h_alloc_smem,

@@ -62,9 +62,25 @@ class Smem:
     remote: bool = False
     label_base: int = 0  # offset that index 0 of `label` starts at (a pipeline's empty array)
     part: Optional[str] = None  # per-thread partition view: the partition call site (see ir.Access.part)
+    # Tensor memory (sm100) rather than shared memory: the TMEM the CTA allocated, viewed through
+    # the pointer `retrieve_ptr` returns. `stage` is then the accumulator stage (see interp
+    # `_tmem_subscript`); TMEM_ALL_STAGES names every stage at once (dealloc).
+    tmem: bool = False
 
     def at(self, **kw) -> "Smem":
         return replace(self, **kw)
+
+
+TMEM_ALL_STAGES = -1
+TMEM_UNKNOWN_OFFSET = -(1 << 40)  # `tmem_ptr + x` with x not folded: somewhere in the allocation
+
+
+@dataclass(frozen=True)
+class Rmem:
+    """A register tensor (`cute.make_rmem_tensor` / `make_fragment`), keyed by its creation site.
+    Tracked only so that a read of the registers a tcgen05.ld filled can be recognised."""
+
+    key: str
 
 
 @dataclass(frozen=True)

@@ -621,6 +621,9 @@ class Lowering:
                     stmts += self.record(r, self.R(g), op.part)
                     stmts += self.clear_bit(r, self.R(g), keep=self.cov(g, r))
                     stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.R(g)}")
+            if op.what == "dealloc":
+                self.emit(indent + self.dstep(stmts), info(f"deallocates {op.region.name}", "dealloc", region=r))
+                return
             self.emit(indent + self.dstep(stmts), info(f"{verb} {op.region.name}", "store" if op.write else "load",
                                                        region=r))
         elif isinstance(op, ir.Fence):
