@@ -359,7 +359,7 @@ class _WatchedToken(CancelToken):
 
     def register(self, p):
         super().register(p)
-        if p.args[0] == "./pan":
+        if "./pan" in p.args:  # behind prlimit (the CPU cap) when it is installed
             self.pan = p
             self.pan_started.set()
 

@@ -87,6 +87,45 @@ def test_memory_bound(private_tmp, no_cache):
     assert kr.verdict == "inconclusive" and "memory bound" in kr.reason, kr.reason
 
 
+@pytest.mark.skipif(not engine.shutil.which("prlimit"), reason="no prlimit (util-linux): tools run without a CPU cap")
+def test_a_tool_whose_checker_was_killed_outright_stops_on_its_own(tmp_path):
+    """SIGKILL of the process running a check (a server, a fuzz worker) leaves the tool's own
+    process group orphaned; its CPU cap (time bound + CPU_CAP_SLACK_S) still stops it."""
+    import signal
+    import subprocess
+    import sys
+    runner = (f"import sys; sys.path.insert(0, {str(engine.__file__.rsplit('/cutespin/', 1)[0])!r}); "
+              "from cutespin.engine.spin import _run; "
+              "_run([sys.executable, '-c', 'while True: pass'], '.', 1.0, None)")
+    parent = subprocess.Popen([sys.executable, "-c", runner], cwd=tmp_path)
+    try:
+        tool = None
+        deadline = time.monotonic() + 10
+        while tool is None and time.monotonic() < deadline:
+            kids = [pid for pid, _ in descendants(parent.pid)]
+            tool = kids[0] if kids else None
+            time.sleep(0.02)
+        assert tool is not None, "the tool never started"
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    deadline = time.monotonic() + 1 + engine.CPU_CAP_SLACK_S + 20
+    while time.monotonic() < deadline and _alive(tool):
+        time.sleep(0.2)
+    alive = _alive(tool)
+    if alive:
+        os.kill(tool, signal.SIGKILL)
+    assert not alive, "the orphaned tool outlived its CPU cap"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
 def test_pan_time_bound_and_its_process_is_gone(private_tmp):
     from ..engine.test_spin import HUGE_PML
     t0 = time.monotonic()

@@ -176,12 +176,28 @@ class Step:
     line: int
 
 
+# Extra CPU seconds a tool may use past its time bound before the kernel stops it on its own.
+CPU_CAP_SLACK_S = 10
+
+
+def _cpu_capped(cmd: list, timeout: float) -> list:
+    """The command under a CPU-time limit of its own (`prlimit`, which sets it and execs the tool:
+    same process, same group). The parent enforces the time bound; the cap is what stops a pan
+    whose parent was killed outright (SIGKILL of a server or worker leaves its tools' separate
+    process groups orphaned, and pan has no bound of its own). Without prlimit: no cap."""
+    prlimit = shutil.which("prlimit")
+    if prlimit is None:
+        return list(cmd)
+    soft = int(math.ceil(timeout)) + CPU_CAP_SLACK_S
+    return [prlimit, f"--cpu={soft}:{soft + 5}", "--", *cmd]
+
+
 def _run(cmd, cwd, timeout, token: Optional[CancelToken], interrupt_after: Optional[float] = None):
     """Run a command in its own process group. Returns (rc, stdout+stderr, interrupted)."""
     if token is not None and token.cancelled:
         raise Cancelled()
-    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         start_new_session=True)
+    p = subprocess.Popen(_cpu_capped(cmd, timeout), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, start_new_session=True)
     if token is not None:
         token.register(p)
     interrupted = False
