@@ -116,3 +116,34 @@ def test_release_of_the_current_stage_after_wait_group_0_is_ordered(require_spin
     verdict, findings = _verdict_of_variant(RELEASE_EARLY, '''                cute.nvgpu.warpgroup.wait_group(0)
                 ab_pipeline.consumer_release(reading)''')
     assert verdict == "verified" and findings == []
+
+
+AMPERE = '''
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.nvgpu import warp
+
+
+class K:
+    @cute.kernel
+    def kernel(self, mC: cute.Tensor):
+        tidx, _, _ = cute.arch.thread_idx()
+        smem = cutlass.utils.SmemAllocator()
+        sA = smem.allocate_tensor(cutlass.Float16, cute.make_layout((64, 16)), 128)
+        mma = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16)))
+        thr = mma.get_slice(tidx)
+        tCrA = thr.make_fragment_A(thr.partition_A(sA))
+        sA[tidx] = mC[tidx]
+        cute.arch.sync_threads()
+        tCrA[0] = sA[tidx]
+'''
+
+
+def test_a_warp_level_mma_fragment_is_registers_not_shared_memory():
+    """Without warpgroup MMAs (Ampere `warp.MmaF16BF16Op`), make_fragment_A of an SMEM partition
+    is a register fragment: storing into it is no write of the SMEM buffer (a false race on
+    flash-msa's select kernel before)."""
+    k = build_models(AMPERE, "k.py", Settings())[0]
+    writes = [op for p in k.processes for op in ir.walk(p.variants[0])
+              if isinstance(op, ir.Access) and op.write and op.region.name.startswith("sA")]
+    assert [w.span.line for w in writes] == [16] * len(k.processes)

@@ -137,6 +137,7 @@ class KernelInterp:
     def __init__(self, info: ModuleInfo, ctx: WarpContext, self_obj: Optional[SelfObj],
                  methods: dict, params: dict, registry: "Registry"):
         self.info = info  # the module whose code runs now (a sibling module inside an imported helper)
+        self._warpgroup_mma: Optional[bool] = None  # uses_warpgroup_mma(), computed once
         self.root_info = info  # the analyzed file
         self.project = getattr(info, "project", None)  # resolves the package's imports
         self.anchor: Optional[ir.Span] = None  # inside a sibling module: the call in the analyzed file
@@ -1145,8 +1146,10 @@ class KernelInterp:
             return Unknown("method of a function")
         if isinstance(base, CopyKind) and meth in ("get_slice", "get_thread_slice"):
             return base  # a thread slice issues the same instruction
-        if _view_name(meth) or meth in ("make_fragment_A", "make_fragment_B"):
-            # make_fragment_A/B of an SMEM partition is the MMA's descriptor view of that buffer.
+        if _view_name(meth) or (meth in ("make_fragment_A", "make_fragment_B") and self.uses_warpgroup_mma()):
+            # With warpgroup (wgmma) MMAs, make_fragment_A/B of an SMEM partition is the MMA's
+            # descriptor view of that buffer; with warp-level MMAs (Ampere) it is a register
+            # fragment, which the stores into it must not turn into writes of the SMEM buffer.
             for v in args:
                 if isinstance(v, (Smem, Gmem, Rmem)):
                     return self.thread_partition(v, node) if meth.startswith("partition") else v
@@ -1282,6 +1285,17 @@ class KernelInterp:
         if isinstance(v, Rmem) and v.key in self.tmem_ld_dests:
             self.registry.assume(TMEM_LD_REGS)
             self.emit(RawAsyncReadWait(self.span(node), 0, self.mask, "tmem_ld"))
+
+    def uses_warpgroup_mma(self) -> bool:
+        """Whether the kernel's file uses Hopper warpgroup MMAs (it names `warpgroup`): only then
+        are MMA operand fragments views of shared memory (policy P12)."""
+        if self._warpgroup_mma is None:
+            cached = getattr(self.root_info, "_warpgroup_mma", None)  # one code dump per file, not per warp
+            if cached is None:
+                cached = "warpgroup" in self.root_info.module.code
+                setattr(self.root_info, "_warpgroup_mma", cached)
+            self._warpgroup_mma = cached
+        return self._warpgroup_mma
 
     def thread_partition(self, v, node):
         """`thr.partition_D(s)` / `local_partition(s, ..., tidx)`: the calling thread's elements of
