@@ -343,3 +343,25 @@ pipe = pipeline.PipelineAsync.create(num_stages=self.num_stages,
     m, counts = _counts(src)
     assert len(counts) == 4  # 2 stages x (full, empty)
     assert any("self.num_stages not foldable: assumed 2" in a for a in m.assumptions)
+
+
+def test_pipeline_state_advance_is_closed_form_and_matches_single_steps():
+    """A folded `state.advance(2**40)` (found by the fuzzer) must not loop; n steps equal n single steps."""
+    from cutespin.frontend.pipelines import PipeState
+    for stages in (1, 2, 3, 5):
+        for start in range(stages):
+            for n in range(0, 12):
+                fast, slow = PipeState(stages, start, 1, 0), PipeState(stages, start, 1, 0)
+                fast.advance(n)
+                for _ in range(n):
+                    slow.advance(1)
+                assert (fast.index, fast.phase, fast.count) == (slow.index, slow.phase, slow.count)
+    big = PipeState(3, 0, 0, 0)
+    big.advance(2**40)
+    assert (big.index, big.count) == (2**40 % 3, 2**40)
+
+
+def test_multicast_mask_of_a_huge_layout_is_unknown_not_enumerated():
+    from cutespin.frontend.values import Layout
+    assert Layout((2, 1, 1 << 20)).image_mask((0, 0, 0), 0) is None
+    assert Layout((2, 2, 1)).image_mask((0, 1, 0), 0) == 0b1100

@@ -225,6 +225,9 @@ class ModuleRef:
     qualname: str
 
 
+MAX_MASK_LAYOUT = 1024  # layouts larger than this get no multicast mask (never enumerated)
+
+
 @dataclass(frozen=True)
 class Layout:
     """A layout whose shape folded to Python ints."""
@@ -260,8 +263,8 @@ class Layout:
         """`make_layout_image_mask` / `create_tma_multicast_mask`: the indices whose coordinate equals
         `coord` in every mode but `mode` (the CTAs a multicast along `mode` reaches), as a bit mask."""
         sizes = self.mode_sizes()
-        if sizes is None or not 0 <= mode < len(sizes):
-            return None
+        if sizes is None or not 0 <= mode < len(sizes) or self.size() > MAX_MASK_LAYOUT:
+            return None  # a cluster has at most 16 CTAs; a larger layout is no cluster (unknown mask)
         mask = 0
         for i in range(self.size()):
             c = self.coord(i)
