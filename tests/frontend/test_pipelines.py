@@ -365,3 +365,10 @@ def test_multicast_mask_of_a_huge_layout_is_unknown_not_enumerated():
     from cutespin.frontend.values import Layout
     assert Layout((2, 1, 1 << 20)).image_mask((0, 0, 0), 0) is None
     assert Layout((2, 2, 1)).image_mask((0, 1, 0), 0) == 0b1100
+
+
+def test_pipeline_state_with_no_stages_advances_without_wrapping():
+    from cutespin.frontend.pipelines import PipeState
+    st = PipeState(0, 0, 0, 0)
+    st.advance(3)
+    assert (st.index, st.phase, st.count) == (3, 0, 3)

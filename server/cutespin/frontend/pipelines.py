@@ -192,6 +192,10 @@ class PipeState:
         """n steps in closed form (a folded `advance(2**40)` must not loop 2**40 times)."""
         if n <= 0:
             return
+        if self.stages <= 0:  # no ring to wrap around (a mutated stage count): only the counters move
+            self.index += n
+            self.count += n
+            return
         total = self.index + n
         self.count += n
         self.index = total % self.stages
