@@ -372,3 +372,37 @@ def test_pipeline_state_with_no_stages_advances_without_wrapping():
     st = PipeState(0, 0, 0, 0)
     st.advance(3)
     assert (st.index, st.phase, st.count) == (3, 0, 3)
+
+
+def test_packed_float_math_is_pure_register_math():
+    src = kernel_source("""\
+tidx, _, _ = cute.arch.thread_idx()
+x = cute.arch.mul_packed_f32x2((1.0, 2.0), (3.0, 4.0))
+y = cute.arch.fma_packed_f32x2(x, x, x)
+cute.arch.sync_threads()
+""")
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+
+
+def test_a_barrier_array_arrive_in_a_cluster_is_reported_not_taken_as_local():
+    """A package override's `self.sync_object_empty.arrive(index, self.consumer_mask)` in a 2-CTA
+    cluster would target peer CTAs; taking it as a local arrive could hide a deadlock."""
+    from cutespin.frontend import pipelines as P
+    from cutespin.frontend.values import Smem, Unknown
+
+    class It:
+        def __init__(self):
+            self.items = []
+
+        def unmodeled(self, node, construct, why):
+            self.items.append((construct, why))
+
+    bars = Smem(alloc="bars", label="bars", cta=0)
+    pipe = P.Pipeline("PipelineTmaAsync", bars, bars, 2, 128, 2, 1)
+    assert isinstance(P.pipeline_attribute(pipe, "consumer_mask"), Unknown)
+    it = It()
+    P.mbar_method(it, P.MbarArray(pipe, "empty"), "arrive", [0, Unknown("mask")], {}, None)
+    assert it.items and "cluster" in it.items[0][1]
+    local = P.Pipeline("PipelineTmaAsync", bars, bars, 2, 128, 1, 1)
+    assert P.pipeline_attribute(local, "consumer_mask") is None

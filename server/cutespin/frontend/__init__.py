@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import itertools
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
@@ -623,25 +623,6 @@ def _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, setti
         strict=settings.strict, deps=_package_notes(info, registry))
 
 
-def _bulk_groups(ops, open_stores: list, groups: list):
-    """Tell each `cp_async_bulk_wait_group(n)` which TMA stores it completes (all but the newest
-    n committed groups), following the op order."""
-    for op in ops:
-        if isinstance(op, ir.TmaStore):
-            open_stores.append(op)
-        elif isinstance(op, ir.BulkCommit):
-            groups.append(list(open_stores))
-            open_stores.clear()
-        elif isinstance(op, ir.BulkWait):
-            done = []
-            while len(groups) > op.pending:
-                done += groups.pop(0)
-            op.done_stores = done
-        elif isinstance(op, ir.Choice):
-            for alt in op.alternatives:
-                _bulk_groups(alt, list(open_stores), [list(g) for g in groups])
-
-
 @dataclass
 class _WholeTmem(ir.Op):
     """Placeholder for an access of every TMEM stage of a CTA (dealloc), resolved by `_resolve_tmem`
@@ -691,71 +672,72 @@ def _resolve_tmem(processes, numbering):
         p.variants = [expand(v) for v in p.variants]
 
 
-def _async_read_groups(ops, kind: str, open_reads: list, groups: list):
-    """Tell each AsyncReadWait of `kind` which asynchronous reads it retires, in op order:
-    - wgmma: `warpgroup.wait_group(n)` retires the reads of all but the newest n committed groups
-      (reads not yet committed stay in flight);
-    - tmem_ld: `fence_view_async_tmem_load()` retires every tcgen05.ld issued so far.
-    A buffer another read still in flight reads is left out (its reads are not all over). After a
-    runtime branch a read any alternative issued counts as in flight (as for cp.async)."""
-    for op in ops:
-        if isinstance(op, ir.AsyncRead) and op.kind == kind:
-            open_reads.append(op)
-        elif isinstance(op, ir.AsyncReadCommit) and op.kind == kind:
-            groups.append(list(open_reads))
-            open_reads.clear()
-        elif isinstance(op, ir.AsyncReadWait) and op.kind == kind:
-            retired = []
-            if kind == "tmem_ld":
-                groups.append(list(open_reads))
-                open_reads.clear()
-            while len(groups) > op.pending:
-                retired += groups.pop(0)
-            in_flight = {r.region.index for g in groups for r in g} | {r.region.index for r in open_reads}
-            op.done_reads = [r for r in retired if r.region.index not in in_flight]
-        elif isinstance(op, ir.Choice):
-            results = [_async_read_groups(alt, kind, list(open_reads), [list(g) for g in groups])
-                       for alt in op.alternatives]
-            open_reads[:] = _union([o for o, _ in results])
-            shortest = min(len(g) for _, g in results)
-            merged = [_union([g[i] for _, g in results]) for i in range(shortest)]
-            extra = _union([[c for _, g in results for grp in g[shortest:] for c in grp]])
-            if extra:
-                open_reads[:] = _union([extra, open_reads])
-            groups[:] = merged
-    return open_reads, groups
+@dataclass(frozen=True)
+class GroupRule:
+    """How one kind of asynchronous unit groups its operations: which ops issue, commit a group
+    and wait, and where a wait records what it retires."""
+
+    issues: Callable[[object], bool]
+    commits: Callable[[object], bool]
+    waits: Callable[[object], bool]
+    retired_attr: str  # the wait op's field listing what it retires
+    wait_closes_group: bool = False  # tcgen05.wait::ld retires everything issued so far
 
 
-def _cp_async_groups(ops, open_copies: list, groups: list):
-    """Tell each `cp_async_wait_group(n)` which cp.async copies it retires: those of all but the
-    newest n committed groups, in op order, leaving out a buffer another copy still in flight
-    writes (its data is not complete yet). Returns (open copies, groups) after the ops: after a
-    runtime branch, a copy any alternative may have issued counts as in flight, and groups the
-    alternatives committed are merged oldest first (fewer groups retire: never more than run)."""
+# `cp_async_bulk_wait_group(n)` completes the TMA stores of all but the newest n committed groups.
+BULK_STORE_GROUPS = GroupRule(lambda op: isinstance(op, ir.TmaStore), lambda op: isinstance(op, ir.BulkCommit),
+                              lambda op: isinstance(op, ir.BulkWait), "done_stores")
+CP_ASYNC_GROUPS = GroupRule(lambda op: isinstance(op, ir.CpAsyncCopy), lambda op: isinstance(op, ir.CpAsyncCommit),
+                            lambda op: isinstance(op, ir.CpAsyncWait), "done_copies")
+
+
+def async_read_groups(kind: str) -> GroupRule:
+    """wgmma: `warpgroup.wait_group(n)` retires the reads of all but the newest n committed
+    groups; tmem_ld: `fence_view_async_tmem_load()` retires every tcgen05.ld issued so far."""
+    return GroupRule(lambda op: isinstance(op, ir.AsyncRead) and op.kind == kind,
+                     lambda op: isinstance(op, ir.AsyncReadCommit) and op.kind == kind,
+                     lambda op: isinstance(op, ir.AsyncReadWait) and op.kind == kind,
+                     "done_reads", wait_closes_group=kind == "tmem_ld")
+
+
+def _retire_groups(ops, rule: GroupRule, open_items: list, groups: list):
+    """Tell each wait which issued operations it retires: those of all but the newest n committed
+    groups, in op order, leaving out a buffer another operation still in flight touches (it is not
+    over yet). Returns (open items, groups) after the ops: after a runtime branch, an operation any
+    alternative may have issued counts as in flight, and the groups the alternatives committed are
+    merged oldest first (fewer groups retire: never more than ran)."""
     for op in ops:
-        if isinstance(op, ir.CpAsyncCopy):
-            open_copies.append(op)
-        elif isinstance(op, ir.CpAsyncCommit):
-            groups.append(list(open_copies))
-            open_copies.clear()
-        elif isinstance(op, ir.CpAsyncWait):
+        if rule.issues(op):
+            open_items.append(op)
+        elif rule.commits(op):
+            groups.append(list(open_items))
+            open_items.clear()
+        elif rule.waits(op):
+            if rule.wait_closes_group:
+                groups.append(list(open_items))
+                open_items.clear()
             retired = []
             while len(groups) > op.pending:
                 retired += groups.pop(0)
-            in_flight = {c.region.index for g in groups for c in g} | {c.region.index for c in open_copies}
-            op.done_copies = [c for c in retired if c.region.index not in in_flight]
+            in_flight = {_region_key(x) for g in groups for x in g} | {_region_key(x) for x in open_items}
+            setattr(op, rule.retired_attr, [x for x in retired if _region_key(x) not in in_flight])
         elif isinstance(op, ir.Choice):
-            results = [_cp_async_groups(alt, list(open_copies), [list(g) for g in groups])
+            results = [_retire_groups(alt, rule, list(open_items), [list(g) for g in groups])
                        for alt in op.alternatives]
-            open_copies[:] = _union([o for o, _ in results])
+            open_items[:] = _union([o for o, _ in results])
             shortest = min(len(g) for _, g in results)
             merged = [_union([g[i] for _, g in results]) for i in range(shortest)]
-            extra = _union([[c for _, g in results for grp in g[shortest:] for c in grp]])
+            extra = _union([[x for _, g in results for grp in g[shortest:] for x in grp]])
             if extra:
-                # A branch committed more groups than another: their copies stay in flight.
-                open_copies[:] = _union([extra, open_copies])
+                # A branch committed more groups than another: their operations stay in flight.
+                open_items[:] = _union([extra, open_items])
             groups[:] = merged
-    return open_copies, groups
+    return open_items, groups
+
+
+def _region_key(op):
+    """The buffer an asynchronous operation touches (a TMA store of an unknown tile: its own key)."""
+    return op.region.index if op.region is not None else ("op", id(op))
 
 
 def _union(lists) -> list:
@@ -884,10 +866,10 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
     _assign_tx_units(processes, registry)
     for p in processes:
         for ops in p.variants:
-            _bulk_groups(ops, [], [])
-            _cp_async_groups(ops, [], [])
+            _retire_groups(ops, BULK_STORE_GROUPS, [], [])
+            _retire_groups(ops, CP_ASYNC_GROUPS, [], [])
             for kind in ("wgmma", "tmem_ld"):
-                _async_read_groups(ops, kind, [], [])
+                _retire_groups(ops, async_read_groups(kind), [], [])
     bounds = {"loop": bound if discovered else None, "stages": env.stages, "cluster": cluster}
     if env.stages is None and discovered:
         registry.assume(f"no stage count found: runtime loops bounded by {bound}")

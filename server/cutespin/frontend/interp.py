@@ -103,6 +103,8 @@ PURE_ARCH = {
     "arch.grid_dim", "arch.cluster_idx", "arch.cluster_dim", "arch.block_in_cluster_dim",
     "arch.physical_warp_id", "arch.warp_redux_sync", "arch.warp_reduction", "arch.warp_reduction_sum",
     "arch.warp_reduction_max", "arch.nanosleep", "arch.clock", "arch.clock64",
+    # packed float math on registers (Blackwell f32x2)
+    "arch.add_packed_f32x2", "arch.sub_packed_f32x2", "arch.mul_packed_f32x2", "arch.fma_packed_f32x2",
 }
 VIEW_METHODS = (
     "partition", "get_slice", "local_tile", "composition", "make_tensor", "group_modes",
@@ -2212,7 +2214,7 @@ def h_gemm(it, args, kwargs, node):
     (warpgroup MMA) the reads go on until `warpgroup.wait_group` retires them; on Blackwell
     (tcgen05) the MMA's completion is signalled by `tcgen05.commit`, so the read is taken at issue.
     Which of the two is decided per warp from its warpgroup commit/wait calls (frontend
-    `_async_read_groups`)."""
+    `_retire_groups`)."""
     for v in args[2:4]:
         it.read_registers(v, node)
         if isinstance(v, Smem) and v.tmem:

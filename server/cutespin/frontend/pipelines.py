@@ -125,7 +125,9 @@ def pipeline_attribute(pipe: Pipeline, attr: str):
     if attr == "num_stages":
         return pipe.stages
     if attr in ("producer_mask", "consumer_mask"):
-        return None  # cluster size 1: arrivals are local
+        # In a 1-CTA cluster every arrival is local; in a larger one the mask picks remote CTAs,
+        # which the barrier-array methods below do not follow (they report it instead).
+        return None if pipe.cluster == 1 else Unknown(f"pipeline {attr} in a cluster")
     return Unknown(f"pipeline attribute {attr}")
 
 
@@ -163,6 +165,10 @@ def mbar_method(it, arr: MbarArray, meth: str, args, kwargs, node):
         return bar
     if meth == "wait":
         it.emit_wait(bar, kwargs.get("phase", args[1] if len(args) > 1 else None), node)
+    elif meth in ("arrive", "arrive_and_expect_tx") and arr.pipe.cluster > 1:
+        # A package override arriving through the library's barrier array in a cluster: the
+        # destination CTA mask it passes is not followed (local-only would miss remote arrivals).
+        it.unmodeled(node, f"sync_object.{meth}", "arrival with a CTA mask in a cluster is not modeled")
     elif meth == "arrive":
         style = arr.style
         _arrive(it, bar, style, node, pipe_tx(arr.pipe) if style == "tma" else 0)
