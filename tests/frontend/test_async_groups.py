@@ -103,3 +103,12 @@ def test_functools_partial_calls_through_to_the_bound_function():
     ops = list(ir.walk(k.processes[0].variants[-1]))
     assert [type(op).__name__ for op in ops if not isinstance(op, ir.Access)] == ["CpAsyncCopy", "CpAsyncCommit"]
     assert not k.unmodeled
+
+
+def test_per_thread_partitions_are_a_stated_assumption():
+    """Accesses through one partition call site are taken as other threads' elements: the
+    verdict must say so (samples/cp_async_own_partition_ok.py relies on it)."""
+    from pathlib import Path
+    sample = Path(__file__).resolve().parents[2] / "samples" / "cp_async_own_partition_ok.py"
+    k = build_models(sample.read_text(), str(sample), Settings())[0]
+    assert any("per-thread partitions" in a for a in k.assumptions), k.assumptions

@@ -1305,6 +1305,7 @@ class KernelInterp:
         partition are known to touch different elements (ir.Access.part)."""
         if isinstance(v, Smem):
             sp = self.span(node)
+            self.registry.assume(PER_THREAD_PARTITION)
             return v.at(part=f"{sp.line}:{sp.column}")
         return v
 
@@ -2016,6 +2017,8 @@ def h_cp_async_wait(it, args, kwargs, node):
 #   its TMEM accumulator at issue (completion through tcgen05.commit); dealloc_tmem /
 #   TmemAllocator.free reads and writes every stage, so every load and MMA must be ordered before.
 
+PER_THREAD_PARTITION = ("per-thread partitions (`thr.partition_S/D(buf)`, `local_partition(buf, ..., tidx)`): two "
+                        "threads' accesses through the same partition call site touch different elements")
 TMEM_MMA = ("TMEM: a tcgen05 MMA's accumulator write (and TMEM operand read) is taken at issue by the issuing "
             "thread; its completion is what that thread's tcgen05.commit signals")
 TMEM_LD_REGS = ("TMEM: reading the registers a tcgen05.ld filled (`.load()`, a copy or MMA from them) waits for "
