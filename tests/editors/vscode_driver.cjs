@@ -56,6 +56,16 @@ function statusBar(page) {
   });
 }
 
+// A webview's frames come and go while it renders; a frame detached between page.frames() and
+// evaluate() throws synchronously in puppeteer, so both failure paths read as "no text yet".
+async function frameText(frame) {
+  try {
+    return await frame.evaluate(() => (document.body ? document.body.innerText : ""));
+  } catch {
+    return "";
+  }
+}
+
 async function waitUntil(what, fn, timeout = WAIT) {
   const t = Date.now();
   let last;
@@ -255,7 +265,7 @@ async function main() {
     // The preview is a webview (nested iframes): wait for the rendered table in one of its frames.
     const rendered = await waitUntil("the rendered trace table", async () => {
       for (const f of page.frames()) {
-        const t = await f.evaluate(() => (document.body ? document.body.innerText : "")).catch(() => "");
+        const t = await frameText(f);
         if (t.includes(cfgCode()) && /barrier after/.test(t)) return { ok: true, text: t };
       }
       return { ok: false, frames: page.frames().length };
