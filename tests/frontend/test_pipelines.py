@@ -238,11 +238,13 @@ pipe = pipeline.PipelineAsync.create(num_stages=self.num_ab_stage,
     m2, counts2 = _counts(src2)
     assert len(counts2) == 4 and any("self.num_ab_stage" in a for a in m2.assumptions)
     # With the cluster pinned to 2 CTAs the argument takes that shape; the multi-CTA layout
-    # algebra is not folded, and the create() says which count it could not compute.
+    # algebra is not folded, so the count is derived from the arrivals, and the assumption says
+    # which count it could not compute.
     src3 = src.replace("    @cute.kernel", "    # cutespin: cluster=(2,1)\n    @cute.kernel")
     m3 = build_models(src3, "k.py", Settings())[0]
-    assert [u.construct for u in m3.unmodeled] == ["PipelineAsync.create"]
-    assert "consumer_group" in m3.unmodeled[0].why and "layout" in m3.unmodeled[0].why
+    assert not m3.unmodeled
+    derived = [a for a in m3.assumptions if "arrival count of consumer_group" in a]
+    assert len(derived) == 1 and "layout" in derived[0]
 
 
 UMMA_CLUSTER_BODY = """\
@@ -406,3 +408,62 @@ def test_a_barrier_array_arrive_in_a_cluster_is_reported_not_taken_as_local():
     assert it.items and "cluster" in it.items[0][1]
     local = P.Pipeline("PipelineTmaAsync", bars, bars, 2, 128, 1, 1)
     assert P.pipeline_attribute(local, "consumer_mask") is None
+
+
+DERIVED_BODY = """\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=4)
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+pipe = pipeline.PipelineTmaAsync.create(
+    num_stages=self.num_stages,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.num_consumers),
+    tx_count=128,
+    barrier_storage=bars,
+)
+sA = smem.allocate_tensor(cutlass.Float16, cute.make_layout((8, 8, 2)))
+if warp_idx == 0:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+    for k in cutlass.range(4):
+        pipe.producer_acquire(st)
+        cute.copy(atom, gA[None, k], sA[None, None, st.index], tma_bar_ptr=pipe.producer_get_barrier(st))
+        st.advance()
+    pipe.producer_tail(st)
+else:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+    for k in cutlass.range(4):
+        pipe.consumer_wait(st)
+        x = sA[None, None, st.index].load()
+        pipe.consumer_release(st)
+        st.advance(){tail}
+"""
+
+
+def derived_source(tail=""):
+    return kernel_source(DERIVED_BODY.format(tail=tail), threads=96, params="num_consumers",
+                         init="self.num_consumers = num_consumers\nself.num_stages = 2\n").replace(
+        "def __init__(self):", "def __init__(self, num_consumers):")
+
+
+def test_a_group_sized_at_run_time_counts_the_arrivals_the_kernel_makes():
+    m = build_models(derived_source(), "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    inits = {o.bar.name.split(" ")[0]: o.count for p in m.processes for v in p.variants for o in v
+             if isinstance(o, ir.MbInit)}
+    # Two consumer warps, each signalling from lane 0: two arrivals per phase on each empty barrier.
+    assert inits == {"pipe.full": 1, "pipe.empty[0]": 2, "pipe.full[1]": 1, "pipe.empty[1]": 2}
+    assert any("arrival count of consumer_group of `pipe` is not known" in a for a in m.assumptions)
+
+
+def test_a_derived_count_still_checks_the_protocol(require_spin):
+    from cutespin import api
+    settings = Settings().with_overrides(verify_fixes=False)
+    ok = api.check_source(derived_source(), "k.py", settings, with_fixes=False).kernels[0]
+    assert ok.verdict == "verified", ok.reason
+    assert any("taken to be the arrivals" in a for a in ok.assumptions)
+    # A consumer that releases twice per wait overruns the phase whatever the count is.
+    bad = derived_source("\n        pipe.consumer_release(st)")
+    bad = bad.replace("        pipe.consumer_release(st)\n        st.advance()",
+                      "        pipe.consumer_release(st)\n        pipe.consumer_release(st)\n        st.advance()")
+    r = api.check_source(bad, "k.py", settings, with_fixes=False).kernels[0]
+    assert r.verdict == "counterexample", r.reason

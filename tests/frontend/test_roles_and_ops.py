@@ -295,5 +295,8 @@ else:
 """).replace("    def __init__(self):", "    def __init__(self, use_comm=True):")
     src = src.replace("if self.use_comm:", "if use_comm:")
     m = model(src)
-    assert any(u.construct == "named barrier" for u in m.unmodeled)
-    assert not m.static_findings
+    # Neither branch's value is guessed: the count is derived from the warps that use the
+    # barrier, and the verdict says so.
+    assert not m.static_findings and not m.unmodeled
+    assert any("thread count of named barrier 1 is not known" in a for a in m.assumptions)
+    assert {o.threads for p in m.processes for o in p.variants[0] if isinstance(o, ir.NamedBarrier)} == {64}

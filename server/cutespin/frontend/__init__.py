@@ -403,6 +403,7 @@ class _Numbering:
         self.regions: dict = {}
         self.flags: dict = {}
         self.tmem_at: dict = {}  # TMEM region index -> (column offset, stage or None)
+        self.derived: dict = {}  # barrier index -> (key, CTA) of barriers whose init count is derived
 
     def barrier(self, s: Smem) -> ir.Barrier:
         key = (s.alloc, s.cta, s.offset + (s.stage or 0))
@@ -456,6 +457,50 @@ def _collect_masks(ops, acc: set):
                 _collect_masks(alt, acc)
 
 
+def derive_arrival_counts(processes: list, derived: dict) -> None:
+    """Initialise the barriers whose count the source does not fold with the arrivals made on them.
+
+    A pipeline group sized at run time (`CooperativeGroup(Agent.Thread, self.num_threads)` with
+    an unfoldable attribute) still has a fixed set of arriving warps in the model. Per phase each
+    warp arrives once on a stage barrier, so the count is, over the warps that arrive on any
+    barrier sharing the key (the pipeline's side, in one CTA), the sum of each warp's largest
+    single arrive. The assumption is stated where the pipeline is created.
+    """
+    if not derived:
+        return
+    totals: dict = {}
+    for p in processes:
+        largest: dict = {}
+        for ops in p.variants:
+            for op in ir.walk(ops):
+                if isinstance(op, ir.MbArrive) and op.bar.index in derived:
+                    key = derived[op.bar.index]
+                    largest[key] = max(largest.get(key, 0), op.count)
+        for key, n in largest.items():
+            totals[key] = totals.get(key, 0) + n
+    for p in processes:
+        for ops in p.variants:
+            for op in ir.walk(ops):
+                if isinstance(op, ir.MbInit) and op.bar.index in derived:
+                    op.count = max(1, totals.get(derived[op.bar.index], 0))
+
+
+def derive_named_barrier_threads(processes: list) -> None:
+    """Give a named barrier whose thread count does not fold the threads of every warp (of the
+    CTA) that arrives on or syncs with that barrier id (the assumption is stated at the call)."""
+    users: dict = {}
+    for p in processes:
+        for ops in p.variants:
+            for op in ir.walk(ops):
+                if isinstance(op, ir.NamedBarrier):
+                    users.setdefault((p.cta, op.barrier_id), set()).add(p.warp)
+    for p in processes:
+        for ops in p.variants:
+            for op in ir.walk(ops):
+                if isinstance(op, ir.NamedBarrier) and op.threads == I.DERIVED_THREADS:
+                    op.threads = 32 * len(users[(p.cta, op.barrier_id)])
+
+
 def lane_partition(masks: set, elected: set) -> list:
     """The coarsest partition of the 32 lanes that every mask is a union of."""
     blocks = {}
@@ -500,7 +545,10 @@ class _Converter:
 
     def one(self, op):
         if isinstance(op, I.RawInit):
-            return ir.MbInit(op.span, self.n.barrier(op.bar), op.count)
+            bar = self.n.barrier(op.bar)
+            if op.derive is not None:
+                self.n.derived[bar.index] = (op.derive, bar.cta)
+            return ir.MbInit(op.span, bar, op.count if op.count is not None else 1)
         if isinstance(op, I.RawArrive):
             bar = self.n.barrier(op.bar)
             lanes = self.count(op.mask)
@@ -863,6 +911,8 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         processes.append(ir.Process(cta, w, role, classes, variants))
 
     _resolve_tmem(processes, numbering)
+    derive_arrival_counts(processes, numbering.derived)
+    derive_named_barrier_threads(processes)
     _assign_tx_units(processes, registry)
     for p in processes:
         for ops in p.variants:

@@ -627,6 +627,10 @@ class KernelInterp:
             if attr == "create":
                 return LibraryCreate(cref)
             return ModuleRef(f"cutlass.pipeline.{cref.library_base}.{attr}")
+        if _is_int_enum(cref):
+            member = _enum_member(cref, attr, lambda e: self.in_module(cref.module, lambda: self.eval(e)))
+            if member is not None:
+                return member
         value = _class_constant(cref, attr)
         if value is not None:
             return self.in_module(cref.module, lambda: self.eval(value))
@@ -1367,12 +1371,19 @@ class KernelInterp:
         return None
 
     def emit_named(self, barrier_id, threads, wait, node):
+        """bar.sync / bar.arrive; a thread count that does not fold is derived later from the
+        warps that use the barrier (`derive_named_barrier_threads`)."""
         if barrier_id is None:
             barrier_id = 0
-        if not _is_int(barrier_id) or (threads is not None and not _is_int(threads)):
-            self.unmodeled(node, "named barrier", "barrier id or thread count is not known")
+        if not _is_int(barrier_id):
+            self.unmodeled(node, "named barrier", "barrier id is not known")
             return
-        if threads is not None and threads <= 0:
+        if threads is not None and not _is_int(threads):
+            self.registry.assume(f"line {self.span(node).line}: the thread count of named barrier {int(barrier_id)} "
+                                 f"is not known ({getattr(threads, 'why', 'runtime value')}): taken to be the "
+                                 f"threads of the warps that use it")
+            threads = DERIVED_THREADS
+        elif threads is not None and threads <= 0:
             self.registry.static(ir.StaticFinding("deadlock", f"named barrier {barrier_id} waits for {threads} threads",
                                                   self.span(node)))
             return
@@ -1447,7 +1458,8 @@ class RawArrive(ir.Op):
 @dataclass
 class RawInit(ir.Op):
     bar: Smem
-    count: int
+    count: Optional[int]  # None: not foldable, derived from the arrivals (see `derive`)
+    derive: Optional[str] = None  # key of the barriers whose count is derived together
 
 
 @dataclass
@@ -1557,6 +1569,40 @@ def _dotted_name(node) -> str:
     if isinstance(node, cst.Attribute):
         return f"{_dotted_name(node.value)}.{node.attr.value}"
     return ""
+
+
+DERIVED_THREADS = -1  # NamedBarrier.threads placeholder until derive_named_barrier_threads runs
+
+INT_ENUM_BASES = ("IntEnum", "IntFlag", "enum.IntEnum", "enum.IntFlag")
+
+
+def _is_int_enum(cref: ClassRef) -> bool:
+    """`class NamedBarrierFwd(enum.IntEnum)`: its members are plain ints in kernel arithmetic."""
+    return any(cst.Module([]).code_for_node(b.value) in INT_ENUM_BASES for b in cref.node.bases)
+
+
+def _enum_member(cref: ClassRef, attr: str, evaluate) -> Optional[int]:
+    """The value of member `attr` of an IntEnum: literals as written, `enum.auto()` one more than
+    the member before it (the first is 1), as Python numbers them."""
+    last = 0
+    for stmt in cref.node.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)):
+                continue
+            value = small.value
+            if isinstance(value, cst.Call) and cst.Module([]).code_for_node(value.func) in ("auto", "enum.auto"):
+                got = last + 1
+            else:
+                got = evaluate(value)
+                if not _is_int(got):
+                    return None
+            last = int(got)
+            if small.targets[0].target.value == attr:
+                return last
+    return None
 
 
 def _class_constant(cref: ClassRef, attr: str):

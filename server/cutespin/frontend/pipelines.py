@@ -286,9 +286,21 @@ def _create_unknowns(stages, groups: dict) -> str:
     for name, g in groups.items():
         if not isinstance(g, Group):
             out.append(f"{name} is not a CooperativeGroup we could follow ({_why(g)})")
-        elif not isinstance(g.count, int):
-            out.append(f"the arrival count of {name} is not known ({_why(g.count)})")
     return "; ".join(out)
+
+
+def _derived_groups(it, label: str, groups: dict, node) -> None:
+    """State the assumption for each group whose arrival count the source does not fold.
+
+    Such a barrier is initialised with the arrivals the kernel itself makes on it per phase (see
+    `derive_arrival_counts`): the protocol (parities, stages, ordering, races) is still checked,
+    a count that disagrees with the arrivals is not.
+    """
+    for name, g in groups.items():
+        if not isinstance(g.count, int):
+            it.registry.assume(
+                f"line {it.span(node).line}: the arrival count of {name} of `{label}` is not known "
+                f"({_why(g.count)}): taken to be the arrivals the kernel makes on it per phase")
 
 
 def create(it, cls: str, args, kwargs, node):
@@ -317,12 +329,13 @@ def create(it, cls: str, args, kwargs, node):
         if why:
             it.unmodeled(node, f"{cls}.create", why)
             return Unknown("pipeline")
-        cons = Group(umma.count + asyn.count, umma.agent)
+        known = isinstance(umma.count, int) and isinstance(asyn.count, int)
+        cons = Group(umma.count + asyn.count if known else Unknown("group size: not folded"), umma.agent)
         # The library's legacy path: every lane of the async group arrives when forced, or when the
         # group is counted in threads (Agent.Thread with a multiple of 32).
         force = kwargs.get("force_deprecated_per_lane_signaling")
         per_lane = force is True or force is None and any(
-            g.agent == "Thread" and g.count % 32 == 0 for g in (umma, asyn))
+            g.agent == "Thread" and isinstance(g.count, int) and g.count % 32 == 0 for g in (umma, asyn))
         async_release = "thread" if per_lane else "signal"
     why = _create_unknowns(stages, {"producer_group": prod, "consumer_group": cons})
     if why:
@@ -335,7 +348,8 @@ def create(it, cls: str, args, kwargs, node):
         if got is None:
             return Unknown("pipeline")
         layout, coord, mode = got
-        if cls == "PipelineTmaAsync" and layout is not None and kwargs.get("enable_multicast_signaling") is True:
+        if (cls == "PipelineTmaAsync" and layout is not None and kwargs.get("enable_multicast_signaling") is True
+                and isinstance(cons.count, int)):
             cons = Group(_mcast_size(layout, mode) * (cons.count // 32))
     storage = kwargs.get("barrier_storage")
     line = it.span(node).line
@@ -349,10 +363,11 @@ def create(it, cls: str, args, kwargs, node):
     full = storage.at(label=f"{label}.full", stage=None, label_base=storage.offset)
     empty = storage.at(label=f"{label}.empty", offset=storage.offset + stages, stage=None,
                        label_base=storage.offset + stages)
+    _derived_groups(it, label, {"producer_group": prod, "consumer_group": cons}, node)
     tx = kwargs.get("tx_count", 0)
     pipe = Pipeline(cls, full, empty, stages, tx if isinstance(tx, int) else None, cluster, line,
                     coord, layout, mode, async_release)
-    _init_barriers(it, pipe, prod.count, cons.count, node)
+    _init_barriers(it, pipe, prod.count, cons.count, label, node)
     if kwargs.get("defer_sync") is not True:
         it.emit(ir.MbInitFence(it.span(node)))
         if cluster == 1 or cls in SYNC_THREADS_CLASSES:
@@ -380,13 +395,16 @@ def _create_order(it, kwargs, node):
         it.unmodeled(node, "PipelineOrder.create", "barrier_storage could not be resolved")
         return Unknown("pipeline")
     bars = storage.at(label=f"{it.assign_name or 'order'}.bar", stage=None, label_base=storage.offset)
+    _derived_groups(it, it.assign_name or "order", {"producer_group": prod}, node)
     if it.ctx.warp == 0:
         from .interp import RawInit, _lowest
         saved = it.mask
         it.mask = _lowest(it.mask)
         it.elected_lanes.add(it.mask.bit_length() - 1)
         for i in range(depth * length):
-            it.emit(RawInit(it.span(node), _bar(bars, i), prod.count))
+            known = isinstance(prod.count, int)
+            it.emit(RawInit(it.span(node), _bar(bars, i), prod.count if known else None,
+                            None if known else f"{bars.label}@{line}"))
         it.mask = saved
     if kwargs.get("defer_sync") is not True:
         it.emit(ir.MbInitFence(it.span(node)))
@@ -456,7 +474,7 @@ def _mcast_size(layout: Layout, mode: tuple) -> int:
     return (sizes[2] if mode[0] else 0) + (sizes[1] if mode[1] else 0) - (1 if mode[0] and mode[1] else 0)
 
 
-def _init_barriers(it, pipe: Pipeline, prod: int, cons: int, node):
+def _init_barriers(it, pipe: Pipeline, prod: object, cons: object, label: str, node):
     from .interp import RawInit, _lowest
 
     if it.ctx.warp != 0:
@@ -467,8 +485,10 @@ def _init_barriers(it, pipe: Pipeline, prod: int, cons: int, node):
     it.mask = lane
     span = it.span(node)
     for i in range(pipe.stages):
-        it.emit(RawInit(span, pipe.full.at(offset=pipe.full.offset + i), prod))
-        it.emit(RawInit(span, pipe.empty.at(offset=pipe.empty.offset + i), cons))
+        for side, bar, count in (("full", pipe.full, prod), ("empty", pipe.empty, cons)):
+            known = isinstance(count, int)
+            it.emit(RawInit(span, bar.at(offset=bar.offset + i), count if known else None,
+                            None if known else f"{label}.{side}@{span.line}"))
     it.mask = saved
 
 

@@ -1,0 +1,58 @@
+"""Named barriers whose id comes from an IntEnum, and whose thread count does not fold."""
+from cutespin import api, ir
+from cutespin.config import Settings
+from cutespin.frontend import build_models
+
+from ..kernels import kernel_source
+
+ENUM = """\
+import enum
+
+
+class Bar(enum.IntEnum):
+    Epilogue = enum.auto()
+    Exchange = enum.auto()
+    Fixed = 9
+    AfterFixed = enum.auto()
+"""
+
+BODY = """\
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+smem = cutlass.utils.SmemAllocator()
+buf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(64))
+tidx, _, _ = cute.arch.thread_idx()
+if warp_idx < 2:
+    buf[tidx] = 1.0
+    cute.arch.barrier(barrier_id=int(Bar.Exchange), number_of_threads=self.num_threads)
+    x = buf[63 - tidx]
+    cute.arch.barrier(barrier_id=Bar.AfterFixed, number_of_threads={second})
+"""
+
+
+def source(second="self.num_threads"):
+    src = kernel_source(BODY.format(second=second), threads=96, init="self.num_threads = num_threads\n")
+    src = src.replace("def __init__(self):", "def __init__(self, num_threads):")
+    return src.replace("import cutlass\n", ENUM + "import cutlass\n", 1)
+
+
+def named(m):
+    return [(o.barrier_id, o.threads) for p in m.processes for o in p.variants[0] if isinstance(o, ir.NamedBarrier)]
+
+
+def test_int_enum_members_fold_like_python_numbers_them():
+    m = build_models(source(), "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    # Warps 0 and 1 use both barriers; warp 2 never does, so the derived count is 64 threads.
+    assert named(m) == [(2, 64), (10, 64)] * 2
+    assert sum("thread count of named barrier" in a for a in m.assumptions) == 2
+
+
+def test_a_derived_thread_count_leaves_a_known_count_alone(require_spin):
+    m = build_models(source(second="96"), "k.py", Settings())[0]
+    assert named(m) == [(2, 64), (10, 96)] * 2
+    # The known count (96) waits for a warp that never arrives: still a deadlock.
+    r = api.check_source(source(second="96"), "k.py", Settings().with_overrides(verify_fixes=False),
+                         with_fixes=False).kernels[0]
+    assert r.verdict == "counterexample" and r.findings[0].code == "CS101", r.reason
+    ok = api.check_source(source(), "k.py", Settings().with_overrides(verify_fixes=False), with_fixes=False)
+    assert ok.kernels[0].verdict == "verified", ok.kernels[0].reason
