@@ -300,3 +300,32 @@ else:
     assert not m.static_findings and not m.unmodeled
     assert any("thread count of named barrier 1 is not known" in a for a in m.assumptions)
     assert {o.threads for p in m.processes for o in p.variants[0] if isinstance(o, ir.NamedBarrier)} == {64}
+
+
+def test_relaxed_float_atomics_are_data_reductions_unless_the_kernel_waits_on_gmem():
+    reduce_only = kernel_source("""\
+tidx, _, _ = cute.arch.thread_idx()
+cute.arch.atomic_fmax(mA.iterator + tidx, 1.5)
+cute.arch.red(mA.iterator + tidx, 2.5, op="add")
+""")
+    m = model(reduce_only)
+    assert not m.unmodeled
+    assert any("relaxed GMEM atomics (line" in a and "order nothing" in a for a in m.assumptions)
+    # Next to a flag protocol the same atomics might be its other half: reported, not assumed.
+    with_wait = kernel_source("""\
+flag = mFlag.iterator
+bidx, _, _ = cute.arch.block_idx()
+cute.arch.atomic_fmax(mA.iterator + bidx, 1.5)
+if bidx == 0:
+    cute.arch.atomic_add(flag, 1, sem="release", scope="gpu")
+else:
+    while cute.arch.load(flag, cutlass.Int32, sem="acquire", scope="gpu") < 1:
+        pass
+""", pins="grid=2").replace("def kernel(self, mA: cute.Tensor):", "def kernel(self, mA: cute.Tensor, mFlag: cute.Tensor):")
+    m = model(with_wait)
+    assert [u.construct for u in m.unmodeled] == ["atomic_fmax"]
+    assert "waits on GMEM" in m.unmodeled[0].why
+    # A release atomic is synchronization whatever its operands: never assumed away.
+    released = reduce_only.replace('cute.arch.atomic_fmax(mA.iterator + tidx, 1.5)',
+                                   'cute.arch.atomic_fmax(mA.iterator + tidx, 1.5, sem="release")')
+    assert [u.construct for u in model(released).unmodeled] == ["atomic_fmax"]

@@ -457,6 +457,24 @@ def _collect_masks(ops, acc: set):
                 _collect_masks(alt, acc)
 
 
+def _settle_data_atomics(processes: list, registry: I.Registry) -> None:
+    """Relaxed atomics that are not flag updates (float max into an output, `red.add` into a
+    tensor) order nothing; they matter only to a kernel that waits on GMEM, where they may be the
+    other half of a flag protocol we cannot see. Unmodeled there, an assumption elsewhere."""
+    if not registry.data_atomics:
+        return
+    waits = any(isinstance(op, ir.FlagWait) for p in processes for v in p.variants for op in ir.walk(v))
+    items = sorted(registry.data_atomics.values(), key=lambda u: (u.path, u.line))
+    if waits:
+        for u in items:
+            registry.add_unmodeled(ir.Unmodeled(u.line, u.construct, u.why + "; the kernel waits on GMEM, so it "
+                                                "may be part of that protocol", u.path))
+        return
+    lines = ", ".join(str(u.line) for u in items[:8]) + (", ..." if len(items) > 8 else "")
+    registry.assume(f"relaxed GMEM atomics (line {lines}) are data reductions: nothing in the kernel waits on GMEM, "
+                    "so they order nothing")
+
+
 def derive_arrival_counts(processes: list, derived: dict) -> None:
     """Initialise the barriers whose count the source does not fold with the arrivals made on them.
 
@@ -910,6 +928,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
             role = f"CTA {cta} " + role
         processes.append(ir.Process(cta, w, role, classes, variants))
 
+    _settle_data_atomics(processes, registry)
     _resolve_tmem(processes, numbering)
     derive_arrival_counts(processes, numbering.derived)
     derive_named_barrier_threads(processes)

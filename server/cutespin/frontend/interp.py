@@ -105,6 +105,13 @@ PURE_ARCH = {
     "arch.warp_reduction_max", "arch.nanosleep", "arch.clock", "arch.clock64",
     # packed float math on registers (Blackwell f32x2)
     "arch.add_packed_f32x2", "arch.sub_packed_f32x2", "arch.mul_packed_f32x2", "arch.fma_packed_f32x2",
+    "arch.exp_packed_f32x2", "arch.calc_packed_f32x2_op", "arch.cvt_f32x2_bf16x2",
+    # register math and bit tricks, warp votes/matches (no memory, no ordering)
+    "arch.fmin", "arch.mul_wide", "arch.mul_hi", "arch.brev", "arch.bfind", "arch.lop3",
+    "arch.log2_of_pow2_int", "arch.sext_unpacked_i4_i8_intrinsic", "arch.cvt_i8_bf16_intrinsic",
+    "arch.shuffle_sync_op", "arch.match_sync", "arch.vote_uni_sync", "arch.lanemask_lt",
+    # clocks, ids and capacity queries
+    "arch.globaltimer", "arch.smid", "arch.get_max_tmem_alloc_cols", "arch.get_min_tmem_alloc_cols",
 }
 VIEW_METHODS = (
     "partition", "get_slice", "local_tile", "composition", "make_tensor", "group_modes",
@@ -1637,6 +1644,7 @@ class Registry:
         self.steps = 0  # statements interpreted for this kernel (MAX_KERNEL_STEPS)
         self.shared: dict = {}  # (cta, uniform term) -> number of the shared condition value
         self.shared_sites: list = []  # number -> (cta, line of the first site that evaluated it)
+        self.data_atomics: dict = {}  # relaxed atomics not taken as flag updates (see _data_atomic)
 
     def shared_condition(self, cta: int, key, line: int) -> int:
         """The number of a CTA-uniform condition value, the same for every warp and site that
@@ -1912,10 +1920,28 @@ def _flag_of(it, ptr, node) -> Optional[Gmem]:
     return None
 
 
+def _data_atomic(it, ptr, val, sem, modeled: bool, node, construct: str) -> bool:
+    """A relaxed atomic we could not take as a flag update (float max, a pointer into a
+    tensor, a runtime value) is recorded as a data reduction: it orders nothing by itself, so it
+    only matters when something in the kernel waits on GMEM. `build_kernel` decides (reported
+    as unmodeled then, an assumption otherwise). True when recorded."""
+    if sem not in (None, "relaxed") or it.pending_fence_scope is not None:
+        return False
+    if isinstance(ptr, Gmem) and modeled and _is_int(val):
+        return False
+    s = it.span(node)
+    why = ("the flag pointer could not be resolved to a kernel argument" if not isinstance(ptr, Gmem)
+           else "only add/exch with a known value are modeled on flags")
+    it.registry.data_atomics.setdefault((s.path, s.line, construct), ir.Unmodeled(s.line, construct, why, s.path))
+    return True
+
+
 def _h_atomic(op_name):
     def h(it, args, kwargs, node):
-        flag = _flag_of(it, _kw(args, kwargs, 0, "ptr"), node)
-        val = _kw(args, kwargs, 1, "val")
+        ptr, val = _kw(args, kwargs, 0, "ptr"), _kw(args, kwargs, 1, "val")
+        if _data_atomic(it, ptr, val, kwargs.get("sem"), op_name in ("add", "exch"), node, f"atomic_{op_name}"):
+            return Unknown("atomic result")
+        flag = _flag_of(it, ptr, node)
         if flag is None:
             return Unknown("atomic result")
         sem = kwargs.get("sem")
@@ -1935,9 +1961,11 @@ def _h_atomic(op_name):
 
 
 def h_red(it, args, kwargs, node):
-    flag = _flag_of(it, _kw(args, kwargs, 0, "ptr"), node)
-    val = _kw(args, kwargs, 1, "val")
+    ptr, val = _kw(args, kwargs, 0, "ptr"), _kw(args, kwargs, 1, "val")
     op = kwargs.get("op", "add")
+    if _data_atomic(it, ptr, val, kwargs.get("sem"), op == "add", node, "cute.arch.red"):
+        return None
+    flag = _flag_of(it, ptr, node)
     if flag is None:
         return None
     if op != "add" or not _is_int(val):
@@ -2479,7 +2507,8 @@ CALLS: dict = {
     "arch.fence_acq_rel_sys": _h_fence_acq_rel("sys"), "arch.atomic_add": _h_atomic("add"),
     "arch.atomic_exch": _h_atomic("exch"), "arch.atomic_and": _h_atomic("and"), "arch.atomic_or": _h_atomic("or"),
     "arch.atomic_xor": _h_atomic("xor"), "arch.atomic_max": _h_atomic("max"), "arch.atomic_min": _h_atomic("min"),
-    "arch.atomic_cas": _h_atomic("cas"), "arch.red": h_red, "arch.load": h_load, "arch.store": h_store,
+    "arch.atomic_cas": _h_atomic("cas"), "arch.atomic_fmax": _h_atomic("fmax"),
+    "arch.atomic_fmin": _h_atomic("fmin"), "arch.red": h_red, "arch.load": h_load, "arch.store": h_store,
     "arch.cp_async_bulk_commit_group": h_bulk_commit, "arch.cp_async_bulk_wait_group": h_bulk_wait,
     "arch.cp_async_commit_group": h_cp_async_commit, "arch.cp_async_wait_group": h_cp_async_wait,
     "cute.nvgpu.cpasync.CopyG2SOp": h_cpasync_op, "cute.make_copy_atom": h_make_copy_atom,
