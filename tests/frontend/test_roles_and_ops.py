@@ -329,3 +329,33 @@ else:
     released = reduce_only.replace('cute.arch.atomic_fmax(mA.iterator + tidx, 1.5)',
                                    'cute.arch.atomic_fmax(mA.iterator + tidx, 1.5, sem="release")')
     assert [u.construct for u in model(released).unmodeled] == ["atomic_fmax"]
+
+
+def test_break_and_continue_on_folded_paths_leave_the_unrolled_loop():
+    src = kernel_source(INIT_BAR + """\
+for i in cutlass.range_constexpr(6):
+    if i == 1:
+        continue
+    if i == 4:
+        break
+    cute.arch.mbarrier_arrive(bar + i)
+for name in ("a", "b"):
+    if name == "b":
+        continue
+    cute.arch.mbarrier_arrive(bar + 7)
+""")
+    m = model(src)
+    assert not m.unmodeled
+    arrives = [o.bar.name.split(" ")[0] for o in ops(m, 0) if isinstance(o, ir.MbArrive)]
+    assert arrives == ["bar", "bar[2]", "bar[3]", "bar[7]"]
+
+
+def test_break_under_a_runtime_condition_is_reported():
+    src = kernel_source(INIT_BAR + """\
+for i in cutlass.range(4):
+    if mA[i] > 0:
+        break
+    cute.arch.mbarrier_arrive(bar)
+""")
+    m = model(src)
+    assert [(u.construct, u.why) for u in m.unmodeled] == [("kernel body", "break/continue under a runtime condition")]

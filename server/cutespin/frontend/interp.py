@@ -46,6 +46,14 @@ class _Return(Exception):
         self.value = value
 
 
+class _Break(Exception):
+    """`break` reached on a path the interpreter folded: leaves the innermost unrolled loop."""
+
+
+class _Continue(Exception):
+    """`continue` reached on a folded path: ends this iteration of the innermost unrolled loop."""
+
+
 @dataclass
 class Emit:
     """Raw op as emitted: lane masks are 32-bit lane sets, converted to classes later."""
@@ -197,6 +205,8 @@ class KernelInterp:
             self.exec_block(fn.body)
         except _Return:
             pass
+        except (_Break, _Continue):
+            raise Unsupported("break/continue outside a loop")
 
     def exec_block(self, block):
         if callable(block):  # a branch given as a function (`if_generate(c, lambda: ...)`)
@@ -269,8 +279,10 @@ class KernelInterp:
             pass
         elif isinstance(small, cst.Assert):
             pass
-        elif isinstance(small, (cst.Break, cst.Continue)):
-            raise Unsupported("break/continue")
+        elif isinstance(small, cst.Break):
+            raise _Break()
+        elif isinstance(small, cst.Continue):
+            raise _Continue()
         elif isinstance(small, cst.Raise):
             raise _Return(None)
         elif isinstance(small, cst.Del):
@@ -330,12 +342,12 @@ class KernelInterp:
             env0 = _fresh_env(self.env)
             self.mask = saved & tmask
             if self.mask:
-                self.exec_block(then_body)
+                self.exec_guarded(then_body, "a condition that differs between lanes")
             env_then = self.env
             self.env = _fresh_env(env0)
             self.mask = saved & ~tmask & FULL_MASK
             if self.mask and else_body is not None:
-                self.exec_block(else_body)
+                self.exec_guarded(else_body, "a condition that differs between lanes")
             self.mask = saved
             self.env = self.merge_lane_envs(env_then, self.env, tmask)
             return
@@ -368,7 +380,7 @@ class KernelInterp:
             saved_out = self.out
             self.out = []
             if body is not None:
-                self.exec_block(body)
+                self.exec_guarded(body, "a runtime condition")
             outs.append(self.out)
             envs.append(self.env)
             if attrs0 is not None:
@@ -472,7 +484,27 @@ class KernelInterp:
             if self.mask == 0:
                 break
             self.assign(stmt.target, v, stmt)
-            self.exec_block(stmt.body)
+            if not self.loop_body(stmt.body):
+                break
+
+    def loop_body(self, body) -> bool:
+        """One iteration of an unrolled loop; False when it ran into `break`."""
+        try:
+            self.exec_block(body)
+        except _Continue:
+            pass
+        except _Break:
+            return False
+        return True
+
+    def exec_guarded(self, body, why: str):
+        """A body run under a condition the interpreter did not fold (a runtime choice, a subset
+        of lanes): `break` / `continue` there would end the loop for some executions or lanes
+        only, which the unrolled model cannot express."""
+        try:
+            self.exec_block(body)
+        except (_Break, _Continue):
+            raise Unsupported(f"break/continue under {why}")
 
     def exec_while(self, stmt: cst.While):
         if self.try_spin(stmt):
@@ -482,7 +514,8 @@ class KernelInterp:
             if cond is False:
                 return
             if cond is True:
-                self.exec_block(stmt.body)
+                if not self.loop_body(stmt.body):
+                    return
                 continue
             break
         else:
@@ -490,7 +523,8 @@ class KernelInterp:
         # A runtime condition: a bounded loop (persistent tile loops and the like).
         trips = self.trip(self.code(stmt.test), stmt)
         for _ in range(trips):
-            self.exec_block(stmt.body)
+            if not self.loop_body(stmt.body):
+                return
 
     def try_spin(self, stmt: cst.While) -> bool:
         """`while not try_wait(bar, p)` and `while load(flag) < n` become blocking waits."""
@@ -1253,6 +1287,8 @@ class KernelInterp:
             result = None
         except _Return as r:
             result = r.value
+        except (_Break, _Continue):
+            raise Unsupported("break/continue outside a loop")
         finally:
             self.depth -= 1
             self.env = saved_env
