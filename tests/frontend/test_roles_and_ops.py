@@ -359,3 +359,82 @@ for i in cutlass.range(4):
 """)
     m = model(src)
     assert [(u.construct, u.why) for u in m.unmodeled] == [("kernel body", "break/continue under a runtime condition")]
+
+
+HELPERS = '''
+@cute.jit
+def arrive_unless(bar, flag):
+    if flag > 0:
+        cute.arch.mbarrier_arrive(bar + 1)
+        return 1
+    cute.arch.mbarrier_arrive(bar + 2)
+    cute.arch.mbarrier_arrive(bar + 3)
+    return 1
+
+
+@cute.jit
+def reduce(val, op):
+    if cutlass.const_expr(isinstance(val, cute.TensorSSA)):
+        return reduce(val + 1, op)
+    return op(val, val)
+'''
+
+
+def helper_source(body):
+    src = kernel_source(INIT_BAR + body)
+    return src.replace("\n\nclass K:", HELPERS + "\n\nclass K:", 1)
+
+
+def test_return_under_a_runtime_condition_ends_only_that_side():
+    m = model(helper_source("""\
+r = arrive_unless(bar, mA[0])
+cute.arch.mbarrier_arrive(bar)
+"""))
+    assert not m.unmodeled
+    choice = next(o for o in ops(m, 0) if isinstance(o, ir.Choice))
+    names = [[o.bar.name.split(" ")[0] for o in alt if isinstance(o, ir.MbArrive)] for alt in choice.alternatives]
+    # The statements after the `if` in the helper run only on the side that did not return;
+    # the caller's arrive comes after the whole choice.
+    assert names == [["bar[1]"], ["bar[2]", "bar[3]"]]
+    after = [o for o in ops(m, 0)[ops(m, 0).index(choice) + 1:] if isinstance(o, ir.MbArrive)]
+    assert [o.bar.name.split(" ")[0] for o in after] == ["bar"]
+
+
+def test_a_register_helper_with_nothing_known_going_in_is_not_interpreted():
+    m = model(helper_source("""\
+x = reduce(mA[0], operator.add)
+cute.arch.mbarrier_arrive(bar)
+"""))
+    assert not m.unmodeled
+    assert [type(o).__name__ for o in ops(m, 0) if not isinstance(o, ir.Access)][-1] == "MbArrive"
+
+
+def test_a_variable_bound_on_one_side_of_a_configuration_branch_keeps_its_value():
+    m = model(kernel_source("""\
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+smem = cutlass.utils.SmemAllocator()
+if cutlass.const_expr(self.use_tma):
+    bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+    if warp_idx == 0:
+        cute.arch.mbarrier_init(bars, 1)
+    cute.arch.mbarrier_init_fence()
+    cute.arch.sync_threads()
+if cutlass.const_expr(self.use_tma):
+    cute.arch.mbarrier_arrive(bars)
+""", init="self.use_tma = use_tma\n").replace("def __init__(self):", "def __init__(self, use_tma):"))
+    assert not m.unmodeled
+
+
+def test_host_objects_stage_counts_and_cluster_extents_take_the_modeled_defaults():
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=2 * self.config.smem_stages)
+if cutlass.const_expr(self.cluster_n > 1):
+    cute.arch.cluster_arrive()
+""", init="self.config = config\n").replace("def __init__(self):", "def __init__(self, config):")
+    src = src.replace("        self.kernel(mA).launch(", "        self.cluster_n = min(self.config.cluster_n, 8)\n        self.kernel(mA).launch(")
+    m = model(src)
+    assert not m.unmodeled
+    assert any("self.config.smem_stages not foldable: assumed 2 stages" in a for a in m.assumptions)
+    assert any("self.cluster_n not known: assumed 1" in a for a in m.assumptions)
+    assert not any(isinstance(o, ir.ClusterArrive) for o in ops(m, 0))

@@ -144,3 +144,40 @@ def test_uniform_condition_in_a_loop_is_a_distinct_value_per_iteration():
     assert len(ids0) >= 2 and None not in ids0
     assert len(set(ids0)) == len(ids0)
     assert ids0 == ids1
+
+
+def test_const_expr_of_an_unknown_value_is_one_value_per_site():
+    # `const_expr` is decided at compile time: every warp takes the same side, even when the
+    # value itself has no uniform term (a comparison inside a container test).
+    m = model("""\
+        if cutlass.const_expr(self.arch // 10 in [10, 11] and mA[0] > 0.0):
+            cute.arch.sync_threads()
+        """)
+    (a,), (b,) = shared_ids(m, 0), shared_ids(m, 1)
+    assert a is not None and a == b
+
+
+def test_work_tile_coordinates_and_tensor_shapes_are_uniform():
+    m = model("""\
+        sched = cutlass.utils.StaticPersistentTileScheduler.create(mA, cute.arch.block_idx(), cute.arch.grid_dim())
+        work = sched.initial_work_tile_info()
+        m_block, head, batch, _ = work.tile_idx
+        if m_block == 0 and batch < mA.shape[0]:
+            cute.arch.sync_threads()
+        work = sched.get_current_work()
+        if work.is_valid_tile:
+            cute.arch.sync_threads()
+        """)
+    first, second = shared_ids(m, 0)
+    assert shared_ids(m, 1) == [first, second] and None not in (first, second)
+    # A new call is a new tile: its validity is a new value.
+    assert first != second
+
+
+def test_a_runtime_select_of_uniform_values_is_uniform():
+    m = model("""\
+        k = n if self.flag else 4
+        if k > 2:
+            cute.arch.sync_threads()
+        """)
+    assert shared_ids(m, 0) == shared_ids(m, 1) != [None]

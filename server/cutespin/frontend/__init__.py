@@ -204,6 +204,25 @@ def _positive_pin(key: str, v) -> bool:
 
 
 CLUSTER_SHAPE_NAMES = {"cluster_shape_mn": 2, "cluster_shape_mnk": 3}
+# Scalar cluster extents (`self.cluster_n = min(config.cluster_n, max_cluster)`): the CTAs of
+# the cluster the kernel is modeled with, 1 without a `cluster` pin.
+CLUSTER_SIZE_NAMES = {"cluster_n", "cluster_m", "cluster_size", "num_ctas_in_cluster"}
+
+
+def _cluster_extent(pins: dict) -> int:
+    pin = pins.get("cluster")
+    dims = pin if isinstance(pin, tuple) else (pin,) if isinstance(pin, int) else ()
+    return _first_dim_product(dims) if dims else 1
+
+
+def _default_cluster_extents(self_obj, pins: dict, defaulted: set) -> None:
+    """Unknown scalar cluster extents of `self` (set by the host code) take the modeled cluster."""
+    if self_obj is None:
+        return
+    for attr, val in list(self_obj.attrs.items()):
+        if attr in CLUSTER_SIZE_NAMES and isinstance(val, Unknown):
+            self_obj.attrs[attr] = _cluster_extent(pins)
+            defaulted.add(f"self.{attr}")
 
 
 def _cluster_shape(name: str, pins: dict):
@@ -273,6 +292,7 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
             it.exec_block(host.body)
         except (I.Unsupported, I._Return, RecursionError):
             pass
+        _default_cluster_extents(self_obj, pins, defaulted)
         host_env = it.env
         kw = {a.keyword.value: a.value for a in launch.launch.args if a.keyword is not None}
         threads = _first_dim_product(it.eval(kw["block"])) if "block" in kw else None
@@ -320,6 +340,10 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
     if "grid" in pins:
         grid = _first_dim_product(pins["grid"])
     for name in sorted(defaulted):
+        if name.startswith("self."):
+            assumptions.append(f"{name} not known: assumed {_cluster_extent(pins)} (the modeled cluster; "
+                               f"pin the real shape with `# cutespin: cluster=N`)")
+            continue
         assumptions.append(f"{name} not known: assumed {_cluster_shape(name, {})} (a 1-CTA cluster; "
                            f"pin the real shape with `# cutespin: cluster=(M,N)`)")
     if not isinstance(cluster, int) or cluster < 1:
@@ -338,15 +362,10 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
                      stages, pins.get("loop", settings.loop_bound), assumptions)
 
 
-DEFAULT_STAGES = 2
+DEFAULT_STAGES = I.DEFAULT_STAGES
 
 
-def _is_stage_count_name(name: str) -> bool:
-    """`num_ab_stage`, `acc_stages`, `sched_stage`: a stage count; not `a_smem_layout_staged`
-    (a layout) nor `bytes_per_stage` (a size)."""
-    low = name.lower()
-    return low.endswith(("stage", "stages")) and "per_stage" not in low
-
+_is_stage_count_name = I.is_stage_count_name
 
 def _assume_default_stages(self_obj, params, assumptions):
     """Stage counts usually come from shared-memory capacity arithmetic the front end cannot fold.

@@ -8,7 +8,9 @@ records the construct and why.
 """
 from __future__ import annotations
 
+import copy
 import operator
+import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
@@ -44,6 +46,64 @@ class Unsupported(Exception):
 class _Return(Exception):
     def __init__(self, value):
         self.value = value
+
+
+# The synchronization catalogue by name (as bench/corpus.py counts kernels that synchronize),
+# plus allocators: a helper whose text names none of these, given no memory object, only
+# computes on values and registers.
+SYNC_TEXT_RE = re.compile(
+    r"mbarrier|elect_one|sync_threads|barrier|cluster_|fence|atomic|\bred\(|tma|producer_|consumer_|"
+    r"arrive|wait|commit|tcgen05|cp_async|smem|tmem|pipeline|Allocator|griddepcontrol")
+
+
+def _plain_helper(fn: "FuncRef", args, kwargs) -> bool:
+    """A helper that names no synchronization or memory operation and gets no memory, barrier or
+    pipeline object: interpreting it cannot change the model."""
+    code = cst.Module([]).code_for_node(fn.node)
+    if fn.bound_self or SYNC_TEXT_RE.search(code):
+        return False
+    values = list(args) + list(kwargs.values()) + ([fn.bound] if fn.bound is not None else [])
+    return not any(isinstance(v, (Smem, Gmem, Storage, NamedBarrierObj, TryWaitResult, SelfObj, Record))
+                   or type(v).__module__.endswith("pipelines") for v in values)
+
+
+# Tile-scheduler methods whose result (the work tile) is CTA-uniform (P14).
+WORK_TILE_METHODS = {"get_current_work", "initial_work_tile_info", "fetch_next_work", "get_next_work",
+                     "advance_to_next_work_and_get"}
+
+def _uniform_parts(value, tag: str):
+    """A work tile computed by the package's own scheduler code: its unknown parts (tile
+    coordinates, validity) are the same in every thread of the CTA, so they get uniform terms
+    named after the call (see WORK_TILE_METHODS)."""
+    if isinstance(value, Unknown) and value.key is None:
+        return Unknown(value.why, key=_leaf("work_tile", tag))
+    if isinstance(value, tuple):
+        return tuple(_uniform_parts(v, f"{tag}.{i}") for i, v in enumerate(value))
+    if isinstance(value, Record):
+        return Record(value.cls, {k: _uniform_parts(v, f"{tag}.{k}") for k, v in value.attrs.items()})
+    return value
+
+
+DEFAULT_STAGES = 2  # a stage count that does not fold: the smallest ring that still wraps
+
+
+def is_stage_count_name(name: str) -> bool:
+    """`num_ab_stage`, `acc_stages`, `sched_stage`: a stage count; not `a_smem_layout_staged`
+    (a layout) nor `bytes_per_stage` (a size)."""
+    low = name.lower()
+    return low.endswith(("stage", "stages")) and "per_stage" not in low
+
+
+class _PartialReturn(Exception):
+    """A `return` under a runtime condition: the function ended on some sides of `choice` (an
+    emitted ir.Choice) and goes on only on the sides in `open_alts`. Each enclosing block of the
+    function appends the statements after it to those sides (see `exec_block`); the function
+    boundary takes `value` as the result."""
+
+    def __init__(self, choice: ir.Choice, open_alts: list, values: list):
+        self.choice = choice
+        self.open_alts = open_alts
+        self.values = values  # return values of the sides that returned
 
 
 class _Break(Exception):
@@ -174,6 +234,8 @@ class KernelInterp:
         self.bulk_groups: list = []  # committed groups of TmaStore ops, oldest first
         self.bulk_open: list = []
         self.depth = 0
+        self.call_sites: list = []  # lines of the helper calls being interpreted (innermost last)
+        self.work_calls: dict = {}  # tile-scheduler call site -> calls so far (WORK_TILE_METHODS)
         self.assign_name: Optional[str] = None
         self.outer_name: Optional[str] = None  # the analyzed file's variable a helper's result goes to
         self.no_inline: set = set()
@@ -203,7 +265,7 @@ class KernelInterp:
     def run_body(self, fn: cst.FunctionDef):
         try:
             self.exec_block(fn.body)
-        except _Return:
+        except (_Return, _PartialReturn):
             pass
         except (_Break, _Continue):
             raise Unsupported("break/continue outside a loop")
@@ -213,10 +275,36 @@ class KernelInterp:
             block()
             return
         body = block.body if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)) else block
-        for stmt in body:
+        body = list(body)
+        for i, stmt in enumerate(body):
             if self.mask == 0:
                 return
-            self.exec_stmt(stmt)
+            try:
+                self.exec_stmt(stmt)
+            except _PartialReturn as pr:
+                self.continue_open_sides(pr, body[i + 1:])
+                raise
+
+    def continue_open_sides(self, pr: _PartialReturn, rest) -> None:
+        """Run the statements after a partly-returning branch and put their ops on the sides of
+        the branch that did not return (a `return` among them ends those sides too)."""
+        if not rest:
+            return
+        saved = self.out
+        self.out = []
+        try:
+            for stmt in rest:
+                if self.mask == 0:
+                    break
+                self.exec_stmt(stmt)
+        except _Return as r:
+            pr.values.append(r.value)
+        except _PartialReturn as inner:
+            raise Unsupported("return under two runtime conditions in a row") from inner
+        finally:
+            tail, self.out = self.out, saved
+        for k, alt in enumerate(pr.open_alts):
+            pr.choice.alternatives[alt].extend(tail if k == 0 else copy.deepcopy(tail))
 
     def exec_stmt(self, stmt):
         self.steps += 1
@@ -299,8 +387,11 @@ class KernelInterp:
                 for e, v in zip(elems, value):
                     self.assign(e, v, node)
             else:
-                for e in elems:
-                    self.assign(e, Unknown("unpacked runtime value"), node)
+                # Parts of a uniform value (a work tile's coordinates) are uniform.
+                key = value.key if isinstance(value, Unknown) else \
+                    _leaf("gmem", f"{value.name}+{value.offset}") if isinstance(value, Gmem) else None
+                for i, e in enumerate(elems):
+                    self.assign(e, Unknown("unpacked runtime value", key=_combine("item", i, key)), node)
         elif isinstance(target, cst.Attribute):
             base = self.eval(target.value)
             if isinstance(base, (SelfObj, Record)):
@@ -372,32 +463,48 @@ class KernelInterp:
             shared = self.registry.shared_condition(self.ctx.cta, key, self.span(node).line)
         env0 = dict(self.env)
         attrs0 = dict(self.self_obj.attrs) if self.self_obj is not None else None
-        outs, envs, attrs = [], [], []
-        for body in bodies:
+        outs, envs, attrs, returned = [], [], [], {}
+        for k, body in enumerate(bodies):
             self.env = _fresh_env(env0)
             if attrs0 is not None:
                 self.self_obj.attrs = dict(attrs0)
             saved_out = self.out
             self.out = []
-            if body is not None:
-                self.exec_guarded(body, "a runtime condition")
-            outs.append(self.out)
+            try:
+                if body is not None:
+                    self.exec_guarded(body, "a runtime condition", may_return=True)
+            except _Return as r:
+                returned[k] = r.value
+            finally:
+                outs.append(self.out)
+                self.out = saved_out
             envs.append(self.env)
             if attrs0 is not None:
                 attrs.append(self.self_obj.attrs)
-            self.out = saved_out
-        self.env = self.merge_envs(envs, node)
+        open_alts = [k for k in range(len(bodies)) if k not in returned]
+        self.env = self.merge_envs([envs[k] for k in open_alts] or envs, node)
         if attrs0 is not None:
             # `self.x` set differently on the two branches is unknown afterwards.
-            self.self_obj.attrs = self.merge_envs(attrs, node)
-        if any(outs):
-            self.emit(ir.Choice(self.span(node), outs, shared, swapped))
+            self.self_obj.attrs = self.merge_envs([attrs[k] for k in open_alts] or attrs, node)
+        choice = ir.Choice(self.span(node), outs, shared, swapped)
+        if any(outs) or returned:
+            self.emit(choice)
+        if returned and not open_alts:
+            values = list(returned.values())
+            raise _Return(values[0] if all(_same(v, values[0]) for v in values) else
+                          Unknown(f"returned on several sides of the branch at line {self.span(node).line}"))
+        if returned:
+            raise _PartialReturn(choice, open_alts, list(returned.values()))
 
     def merge_envs(self, envs, node):
+        """Variables after a runtime branch: a value both sides agree on stays. A variable first
+        bound on only some sides keeps that value: any later use runs only where it is bound
+        (elsewhere Python itself would fail), which is how kernels guard configuration-dependent
+        objects (`if const_expr(use_tma): tma_bar = ...` ... `if const_expr(use_tma): ...tma_bar`)."""
         merged = {}
         keys = set().union(*[e.keys() for e in envs])
         for k in keys:
-            vals = [e.get(k, Unknown("unbound on one branch")) for e in envs]
+            vals = [e[k] for e in envs if k in e]
             first = vals[0]
             if all(_same(v, first) for v in vals):
                 merged[k] = first
@@ -495,16 +602,26 @@ class KernelInterp:
             pass
         except _Break:
             return False
+        except _PartialReturn:
+            # The later iterations would belong to the sides that did not return.
+            raise Unsupported("return under a runtime condition inside a loop")
         return True
 
-    def exec_guarded(self, body, why: str):
+    def exec_guarded(self, body, why: str, may_return: bool = False):
         """A body run under a condition the interpreter did not fold (a runtime choice, a subset
         of lanes): `break` / `continue` there would end the loop for some executions or lanes
-        only, which the unrolled model cannot express."""
+        only, which the unrolled model cannot express. A `return` ends a runtime choice's side
+        (`choice` handles it, `may_return`); for a subset of lanes it is not modeled."""
         try:
             self.exec_block(body)
         except (_Break, _Continue):
             raise Unsupported(f"break/continue under {why}")
+        except _PartialReturn:
+            raise Unsupported(f"return under nested runtime conditions")
+        except _Return:
+            if may_return:
+                raise
+            raise Unsupported(f"return under {why}")
 
     def exec_while(self, stmt: cst.While):
         if self.try_spin(stmt):
@@ -735,7 +852,8 @@ class KernelInterp:
         if isinstance(base, Gmem):
             if attr in ("iterator", "llvm_ptr", "ptr"):
                 return Gmem(base.name, base.offset, is_ptr=True)
-            return Unknown(f"attribute {attr} of a tensor")
+            # A kernel argument's shape / stride: the same for every thread.
+            return Unknown(f"attribute {attr} of a tensor", key=_leaf("tensor", f"{base.name}+{base.offset}.{attr}"))
         if isinstance(base, tuple) and attr in ("x", "y", "z"):
             return base["xyz".index(attr)] if len(base) > "xyz".index(attr) else Unknown("dim")
         if isinstance(base, Layout) and attr == "shape":
@@ -743,6 +861,13 @@ class KernelInterp:
         if isinstance(base, (P.PipeState, P.Handle, P.Participant)):
             return P.attribute(base, attr)
         if isinstance(base, Unknown):
+            if is_stage_count_name(attr):
+                # `self.config.smem_stages`: a stage count of a host object, defaulted like the
+                # kernel's own stage attributes.
+                n = self.registry.stages if _is_int(self.registry.stages) else DEFAULT_STAGES
+                self.registry.assume(f"{self.code(node)} not foldable: assumed {n} stages "
+                                     f"(pin the real value with `# cutespin: stages=N`)")
+                return n
             # An attribute of a uniform object (a kernel argument's field) is uniform.
             return Unknown(f"attribute {attr}", key=_combine("attr", attr, base.key))
         return Unknown(f"attribute {attr}")
@@ -812,6 +937,9 @@ class KernelInterp:
                 return Unknown("index out of range")
         if isinstance(base, ModuleRef) and base.qualname.endswith("Constexpr"):
             return base
+        if isinstance(base, Unknown):
+            # An element of a uniform value (a tensor's shape, a work tile's coordinate).
+            return Unknown("subscript", key=_combine("item", "[]", base.key, _term(idx)))
         return Unknown("subscript")
 
     def eval_index(self, node: cst.Subscript):
@@ -833,7 +961,9 @@ class KernelInterp:
             av = a.vals if isinstance(a, LaneVal) else (a,) * 32
             bv = b.vals if isinstance(b, LaneVal) else (b,) * 32
             return LaneVal(tuple(av[i] if c.vals[i] else bv[i] for i in range(32)))
-        return a if _same(a, b) else Unknown("runtime select")
+        if _same(a, b):
+            return a
+        return Unknown("runtime select", key=_combine("select", "ifexp", _term(c), _term(a), _term(b)))
 
     def eval_UnaryOperation(self, node):
         v = self.eval(node.expression)
@@ -1209,6 +1339,14 @@ class KernelInterp:
         if sync_args and meth not in ("partition_shape_A", "partition_shape_B", "make_fragment_A",
                                       "make_fragment_B", "make_fragment_C", "retile"):
             self.unmodeled(node, f".{meth}(...)", "method call on an unknown object receives a barrier or buffer")
+        if meth in WORK_TILE_METHODS:
+            # The tile a CTA works on is the same for all its threads; the n-th call at one site
+            # returns the same tile in every warp (static schedulers step through the grid, CLC
+            # responses are broadcast), and a new one at every call.
+            s = self.span(node)
+            site = f"{s.path}:{s.line}:{s.column}<" + "<".join(map(str, self.call_sites))
+            n = self.work_calls[site] = self.work_calls.get(site, 0) + 1
+            return Unknown(f"result of .{meth}()", key=_leaf("work_tile", f"{site}#{n}"))
         return Unknown(f"result of .{meth}()")
 
     def call_super(self, sup: SuperRef, meth, args, kwargs, node):
@@ -1242,7 +1380,20 @@ class KernelInterp:
     def inline(self, fn: FuncRef, args, kwargs, node):
         if fn.node in self.no_inline:
             return Unknown("kernel launch")
+        if _plain_helper(fn, args, kwargs) and all(
+                isinstance(v, (Unknown, FuncRef, LambdaRef, ModuleRef, PartialRef)) or v is None
+                for v in list(args) + list(kwargs.values())):
+            # Nothing known goes in and nothing it does can reach the model: its result is as
+            # unknown as interpreting it would leave it (and a warp reduction that recurses on
+            # `isinstance(val, TensorSSA)` would take every path).
+            return Unknown(f"result of {fn.qualname}")
         if self.depth > 8:
+            if _plain_helper(fn, args, kwargs):
+                # Register math that recurses on values the interpreter does not know (the
+                # `isinstance(val, TensorSSA)` branch of a warp reduction): nothing to model.
+                self.registry.assume(f"helper `{fn.qualname}` nested deeper than 8 calls: not followed further "
+                                     f"(no synchronization in it, no shared-memory, barrier or pipeline argument)")
+                return Unknown(f"result of {fn.qualname}")
             raise Unsupported("helper calls nested too deeply")
         params = fn.node.params
         names = [p.name.value for p in params.params]
@@ -1278,6 +1429,7 @@ class KernelInterp:
             env[params.star_kwarg.name.value] = {k: v for k, v in kwargs.items() if k not in named}
         self.env = env
         self.depth += 1
+        self.call_sites.append(self.span(node).line)
         saved_owner, saved_outer = self.owner, self.outer_name
         self.owner = fn.owner  # the class a `super()` inside this function starts after
         if self.outer_name is None:
@@ -1287,12 +1439,21 @@ class KernelInterp:
             result = None
         except _Return as r:
             result = r.value
+        except _PartialReturn as pr:
+            values = pr.values
+            result = values[0] if values and all(_same(v, values[0]) for v in values) else \
+                Unknown(f"returned on several sides of a runtime branch in {fn.qualname}")
         except (_Break, _Continue):
             raise Unsupported("break/continue outside a loop")
         finally:
             self.depth -= 1
+            site = f"{self.span(node).path}:{self.span(node).line}<" + "<".join(map(str, self.call_sites))
+            self.call_sites.pop()
             self.env = saved_env
             self.owner, self.outer_name = saved_owner, saved_outer
+        if fn.qualname.rsplit(".", 1)[-1] in WORK_TILE_METHODS:
+            n = self.work_calls[site] = self.work_calls.get(site, 0) + 1
+            result = _uniform_parts(result, f"{site}#{n}")
         return result
 
     # ---------------------------------------------------------------- memory
@@ -2463,7 +2624,17 @@ def h_alloc_smem(it, args, kwargs, node):
 
 
 def h_const_expr(it, args, kwargs, node):
-    return args[0] if args else Unknown("const_expr")
+    """`const_expr(c)` is fixed when the kernel is compiled: the same in every warp and every
+    iteration. A value with no uniform term of its own is keyed by its call site and the helper
+    calls that led there (different calls may pass different compile-time values)."""
+    if not args:
+        return Unknown("const_expr")
+    v = args[0]
+    if isinstance(v, Unknown) and v.key is None:
+        s = it.span(node)
+        site = f"{s.path}:{s.line}:{s.column}<" + "<".join(map(str, it.call_sites))
+        return Unknown(v.why, key=_leaf("const_expr", site))
+    return v
 
 
 def h_numeric(it, args, kwargs, node):
