@@ -438,3 +438,40 @@ if cutlass.const_expr(self.cluster_n > 1):
     assert any("self.config.smem_stages not foldable: assumed 2 stages" in a for a in m.assumptions)
     assert any("self.cluster_n not known: assumed 1" in a for a in m.assumptions)
     assert not any(isinstance(o, ir.ClusterArrive) for o in ops(m, 0))
+
+
+def test_returns_under_nested_and_successive_runtime_conditions():
+    src = helper_source("""\
+r = pick(bar, mA[0], mA[1])
+cute.arch.mbarrier_arrive(bar)
+""").replace("@cute.jit\ndef reduce", '''@cute.jit
+def pick(bar, a, b):
+    if a > 0:
+        if b > 0:
+            return 1
+        cute.arch.mbarrier_arrive(bar + 1)
+    if b < 0:
+        return 2
+    cute.arch.mbarrier_arrive(bar + 2)
+    return 3
+
+
+@cute.jit
+def reduce''')
+    m = model(src)
+    assert not m.unmodeled
+
+    def paths(ops):
+        """Every sequence of arrives through the choices."""
+        out = [[]]
+        for o in ops:
+            if isinstance(o, ir.Choice):
+                out = [p + q for p in out for alt in o.alternatives for q in paths(alt)]
+            elif isinstance(o, ir.MbArrive):
+                out = [p + [o.bar.name.split(" ")[0]] for p in out]
+        return out
+
+    got = sorted(map(tuple, paths(ops(m, 0))))
+    # a>0,b>0: returns at once; a>0,b<=0: arrives on bar[1] then b<0 is false, bar[2];
+    # a<=0: b<0 returns, else bar[2]; the caller's arrive follows on every path.
+    assert set(got) == {("bar",), ("bar[1]", "bar[2]", "bar"), ("bar[2]", "bar")} | {("bar[1]", "bar")}

@@ -105,13 +105,28 @@ def test_condition_that_involves_the_warp_index_differs_between_warps():
 
 
 def test_condition_on_loaded_data_stays_independent_per_warp():
+    # The kernel writes mA, so another thread may change it between two warps' loads.
     m = model("""\
         if mA[0] > 0.0:
             cute.arch.sync_threads()
         if sBuf[0] > 0.0:
             cute.arch.sync_threads()
+        mA[tidx] = 1.0
         """)
     assert shared_ids(m, 0) == shared_ids(m, 1) == [None, None]
+
+
+def test_a_kernel_input_read_at_a_uniform_index_is_uniform():
+    # Nothing in the kernel writes mA: every thread reads the same mA[n].
+    m = model("""\
+        if mA[n] > 0.0:
+            cute.arch.sync_threads()
+        if mA[tidx] > 0.0:
+            cute.arch.sync_threads()
+        """)
+    first, second = shared_ids(m, 0)
+    assert first is not None and shared_ids(m, 1)[0] == first
+    assert second is None  # a per-thread element
 
 
 def test_condition_on_the_thread_index_keeps_lane_masks_and_no_shared_value():

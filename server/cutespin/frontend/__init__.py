@@ -476,6 +476,20 @@ def _collect_masks(ops, acc: set):
                 _collect_masks(alt, acc)
 
 
+def _written_gmem(procs) -> set:
+    """Names of the GMEM tensors any warp writes (stores, flag updates, TMA stores, atomics)."""
+    out = set()
+    for _, _, it in procs:
+        for op in ir.walk(it.out):
+            if isinstance(op, I.RawAccess) and op.write and isinstance(op.target, Gmem):
+                out.add(op.target.name)
+            elif isinstance(op, I.RawFlagUpdate):
+                out.add(op.flag.name)
+            elif isinstance(op, I.RawTmaStore) and isinstance(op.dst, Gmem):
+                out.add(op.dst.name)
+    return out
+
+
 def _settle_data_atomics(processes: list, registry: I.Registry) -> None:
     """Relaxed atomics that are not flag updates (float max into an output, `red.add` into a
     tensor) order nothing; they matter only to a kernel that waits on GMEM, where they may be the
@@ -901,6 +915,16 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         first = run_all({}, discovered, ctas)
     except I.Unsupported:
         return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
+    written = _written_gmem(first) | registry.atomic_gmem
+    if written & registry.input_loads:
+        # A tensor the kernel writes is not an input: its loads may differ between warps.
+        registry.written_gmem |= written
+        registry.shared.clear()
+        registry.shared_sites.clear()
+        try:
+            first = run_all({}, discovered, ctas)
+        except I.Unsupported:
+            return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
     uses_flags = any(isinstance(op, (I.RawFlagWait, I.RawFlagUpdate)) for _, _, it in first for op in ir.walk(it.out))
     if uses_flags and ctas == cluster:
         want = env.grid if env.grid else 2

@@ -71,6 +71,11 @@ def _plain_helper(fn: "FuncRef", args, kwargs) -> bool:
 WORK_TILE_METHODS = {"get_current_work", "initial_work_tile_info", "fetch_next_work", "get_next_work",
                      "advance_to_next_work_and_get"}
 
+def _has_open_mode(idx) -> bool:
+    """An index that leaves a mode open (`None`) selects a sub-tensor, not an element."""
+    return any(x is None for x in (idx if isinstance(idx, tuple) else (idx,)))
+
+
 def _uniform_parts(value, tag: str):
     """A work tile computed by the package's own scheduler code: its unknown parts (tile
     coordinates, validity) are the same in every thread of the CTA, so they get uniform terms
@@ -94,16 +99,28 @@ def is_stage_count_name(name: str) -> bool:
     return low.endswith(("stage", "stages")) and "per_stage" not in low
 
 
-class _PartialReturn(Exception):
-    """A `return` under a runtime condition: the function ended on some sides of `choice` (an
-    emitted ir.Choice) and goes on only on the sides in `open_alts`. Each enclosing block of the
-    function appends the statements after it to those sides (see `exec_block`); the function
-    boundary takes `value` as the result."""
+class _PartialReturn(_Return):
+    """A `return` under a runtime condition: the function ended on some sides of a runtime choice
+    (already emitted) and goes on only along `slots`, the op lists of the paths that did not
+    return (sides of that choice, or of choices nested in it). Each enclosing block of the
+    function appends the statements after it to every slot (see `exec_block`); the function
+    boundary takes the merged return value."""
 
-    def __init__(self, choice: ir.Choice, open_alts: list, values: list):
-        self.choice = choice
-        self.open_alts = open_alts
-        self.values = values  # return values of the sides that returned
+    def __init__(self, slots: list, values: list, line: int):
+        super().__init__(None)
+        self.slots = slots
+        self.values = values  # return values of the paths that returned
+        self.line = line
+
+    @property
+    def value(self):
+        vals = self.values
+        return vals[0] if vals and all(_same(v, vals[0]) for v in vals) else \
+            Unknown(f"returned on several sides of the branch at line {self.line}")
+
+    @value.setter
+    def value(self, _):
+        pass
 
 
 class _Break(Exception):
@@ -265,7 +282,7 @@ class KernelInterp:
     def run_body(self, fn: cst.FunctionDef):
         try:
             self.exec_block(fn.body)
-        except (_Return, _PartialReturn):
+        except _Return:  # a _PartialReturn too
             pass
         except (_Break, _Continue):
             raise Unsupported("break/continue outside a loop")
@@ -292,19 +309,31 @@ class KernelInterp:
             return
         saved = self.out
         self.out = []
+        inner = None
         try:
-            for stmt in rest:
-                if self.mask == 0:
-                    break
-                self.exec_stmt(stmt)
+            self.exec_block(rest)
+        except _PartialReturn as got:  # another partly-returning branch further on
+            inner = got
         except _Return as r:
             pr.values.append(r.value)
-        except _PartialReturn as inner:
-            raise Unsupported("return under two runtime conditions in a row") from inner
         finally:
             tail, self.out = self.out, saved
-        for k, alt in enumerate(pr.open_alts):
-            pr.choice.alternatives[alt].extend(tail if k == 0 else copy.deepcopy(tail))
+        inner_slots = inner.slots if inner is not None else []
+        open_after = []
+        for k, slot in enumerate(pr.slots):
+            if k == 0:
+                slot.extend(tail)
+                open_after += inner_slots
+                continue
+            memo: dict = {}
+            slot.extend(copy.deepcopy(tail, memo))
+            # The copy's own open paths: deepcopy's memo maps each list to its copy.
+            if any(id(s) not in memo for s in inner_slots):
+                raise Unsupported("return under runtime conditions on several paths")
+            open_after += [memo[id(s)] for s in inner_slots]
+        if inner is not None:
+            # Past a second partly-returning branch only its open paths go on.
+            pr.slots, pr.values = open_after, pr.values + inner.values
 
     def exec_stmt(self, stmt):
         self.steps += 1
@@ -463,7 +492,7 @@ class KernelInterp:
             shared = self.registry.shared_condition(self.ctx.cta, key, self.span(node).line)
         env0 = dict(self.env)
         attrs0 = dict(self.self_obj.attrs) if self.self_obj is not None else None
-        outs, envs, attrs, returned = [], [], [], {}
+        outs, envs, attrs, returned, partial = [], [], [], {}, {}
         for k, body in enumerate(bodies):
             self.env = _fresh_env(env0)
             if attrs0 is not None:
@@ -473,6 +502,8 @@ class KernelInterp:
             try:
                 if body is not None:
                     self.exec_guarded(body, "a runtime condition", may_return=True)
+            except _PartialReturn as pr:
+                partial[k] = pr
             except _Return as r:
                 returned[k] = r.value
             finally:
@@ -481,20 +512,23 @@ class KernelInterp:
             envs.append(self.env)
             if attrs0 is not None:
                 attrs.append(self.self_obj.attrs)
-        open_alts = [k for k in range(len(bodies)) if k not in returned]
-        self.env = self.merge_envs([envs[k] for k in open_alts] or envs, node)
+        going_on = [k for k in range(len(bodies)) if k not in returned]
+        self.env = self.merge_envs([envs[k] for k in going_on] or envs, node)
         if attrs0 is not None:
             # `self.x` set differently on the two branches is unknown afterwards.
-            self.self_obj.attrs = self.merge_envs([attrs[k] for k in open_alts] or attrs, node)
-        choice = ir.Choice(self.span(node), outs, shared, swapped)
-        if any(outs) or returned:
-            self.emit(choice)
-        if returned and not open_alts:
-            values = list(returned.values())
+            self.self_obj.attrs = self.merge_envs([attrs[k] for k in going_on] or attrs, node)
+        if any(outs) or returned or partial:
+            self.emit(ir.Choice(self.span(node), outs, shared, swapped))
+        if not returned and not partial:
+            return
+        # The code after this `if` runs only on the paths that did not return.
+        slots = [outs[k] for k in going_on if k not in partial] + [s for pr in partial.values() for s in pr.slots]
+        values = list(returned.values()) + [v for pr in partial.values() for v in pr.values]
+        line = self.span(node).line
+        if not slots:
             raise _Return(values[0] if all(_same(v, values[0]) for v in values) else
-                          Unknown(f"returned on several sides of the branch at line {self.span(node).line}"))
-        if returned:
-            raise _PartialReturn(choice, open_alts, list(returned.values()))
+                          Unknown(f"returned on several sides of the branch at line {line}"))
+        raise _PartialReturn(slots, values, line)
 
     def merge_envs(self, envs, node):
         """Variables after a runtime branch: a value both sides agree on stays. A variable first
@@ -616,9 +650,7 @@ class KernelInterp:
             self.exec_block(body)
         except (_Break, _Continue):
             raise Unsupported(f"break/continue under {why}")
-        except _PartialReturn:
-            raise Unsupported(f"return under nested runtime conditions")
-        except _Return:
+        except _Return:  # a _PartialReturn too
             if may_return:
                 raise
             raise Unsupported(f"return under {why}")
@@ -1437,12 +1469,8 @@ class KernelInterp:
         try:
             self.in_module(fn.module, lambda: self.exec_block(fn.node.body), node)
             result = None
-        except _Return as r:
+        except _Return as r:  # a _PartialReturn too: its value merges the sides that returned
             result = r.value
-        except _PartialReturn as pr:
-            values = pr.values
-            result = values[0] if values and all(_same(v, values[0]) for v in values) else \
-                Unknown(f"returned on several sides of a runtime branch in {fn.qualname}")
         except (_Break, _Continue):
             raise Unsupported("break/continue outside a loop")
         finally:
@@ -1529,6 +1557,10 @@ class KernelInterp:
                 return base.at(stage=stage)
             if stage is not None and isinstance(base, Smem):
                 base = base.at(stage=stage)
+            if not write and isinstance(base, Smem) and _has_open_mode(idx):
+                # `tLSEsLSE[None, s, m]`: a slice of a view is a view; its accesses are the
+                # copy, `.load()` or `.store()` done through it later.
+                return base
         if isinstance(base, Smem):
             self.emit(RawAccess(self.span(node), base, write, self.mask, False))
             return Unknown("loaded value") if not write else None
@@ -1537,8 +1569,21 @@ class KernelInterp:
                 self.emit(RawAccess(self.span(node), base, True, self.mask, False))
                 return None
             self.emit(RawAccess(self.span(node), base, False, self.mask, False))
-            return Unknown("loaded value")
+            return Unknown("loaded value", key=self.input_load_term(base, index))
         return Unknown("subscript of an unknown value")
+
+    def input_load_term(self, base: Gmem, index):
+        """A load from a kernel input at a uniform index (`num_splits_ptr[batch]`) reads the same
+        value in every thread, provided nothing in the kernel writes that tensor: `build_kernel`
+        re-runs the interpretation without these terms for tensors it finds written (P14)."""
+        if index is None or base.name in self.registry.written_gmem:
+            return None
+        idx = self.eval_index(index)
+        terms = [_term(x) for x in (idx if isinstance(idx, tuple) else (idx,))]
+        key = _combine("load", f"{base.name}+{base.offset}", *terms)
+        if key is not None:
+            self.registry.input_loads.add(base.name)
+        return key
 
     # ---------------------------------------------------------------- barriers
     def bar_of(self, ptr, node) -> Optional[Smem]:
@@ -1842,6 +1887,9 @@ class Registry:
         self.shared: dict = {}  # (cta, uniform term) -> number of the shared condition value
         self.shared_sites: list = []  # number -> (cta, line of the first site that evaluated it)
         self.data_atomics: dict = {}  # relaxed atomics not taken as flag updates (see _data_atomic)
+        self.input_loads: set = set()  # GMEM tensors whose loads got uniform terms (input_load_term)
+        self.written_gmem: set = set()  # GMEM tensors the kernel writes: their loads get no term
+        self.atomic_gmem: set = set()  # GMEM tensors that relaxed data atomics update
 
     def shared_condition(self, cta: int, key, line: int) -> int:
         """The number of a CTA-uniform condition value, the same for every warp and site that
@@ -2126,6 +2174,8 @@ def _data_atomic(it, ptr, val, sem, modeled: bool, node, construct: str) -> bool
         return False
     if isinstance(ptr, Gmem) and modeled and _is_int(val):
         return False
+    if isinstance(ptr, Gmem):
+        it.registry.atomic_gmem.add(ptr.name)
     s = it.span(node)
     why = ("the flag pointer could not be resolved to a kernel argument" if not isinstance(ptr, Gmem)
            else "only add/exch with a known value are modeled on flags")
