@@ -475,3 +475,34 @@ def reduce''')
     # a>0,b>0: returns at once; a>0,b<=0: arrives on bar[1] then b<0 is false, bar[2];
     # a<=0: b<0 returns, else bar[2]; the caller's arrive follows on every path.
     assert set(got) == {("bar",), ("bar[1]", "bar[2]", "bar"), ("bar[2]", "bar")} | {("bar[1]", "bar")}
+
+
+def test_register_helpers_run_once_per_abstract_arguments():
+    src = helper_source("""\
+acc, b = mA[0], mA[1]
+for i in cutlass.range(60, unroll_full=True):
+    for j in cutlass.range(60, unroll_full=True):
+        acc = wide(acc, b)
+cute.arch.mbarrier_arrive(bar)
+""").replace("@cute.jit\ndef reduce", "@cute.jit\ndef wide(a, b):\n" + "    a = a * b + a\n" * 20
+             + "    return a\n\n\n@cute.jit\ndef reduce")
+    # 3600 calls of a 21-statement helper: far past the per-warp step limit if each call ran.
+    m = model(src)
+    assert not m.unmodeled
+
+
+def test_a_recursive_helper_that_synchronizes_is_reported_not_cut():
+    src = helper_source("""\
+r = spin(bar, mA[0])
+""").replace("@cute.jit\ndef reduce", '''@cute.jit
+def spin(bar, v):
+    if cutlass.const_expr(isinstance(v, cute.TensorSSA)):
+        return spin(bar, v + 1)
+    cute.arch.mbarrier_arrive(bar)
+    return v
+
+
+@cute.jit
+def reduce''')
+    m = model(src)
+    assert [u.why for u in m.unmodeled] == ["helper calls nested too deeply"]

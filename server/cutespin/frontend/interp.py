@@ -76,6 +76,36 @@ def _has_open_mode(idx) -> bool:
     return any(x is None for x in (idx if isinstance(idx, tuple) else (idx,)))
 
 
+def _has_effect(ops) -> bool:
+    """Whether ops do anything: a runtime choice whose sides are all empty does not."""
+    return any(not isinstance(op, ir.Choice) or any(_has_effect(alt) for alt in op.alternatives) for op in ops)
+
+
+class _NoKey(Exception):
+    pass
+
+
+def _abstract(v, depth: int = 0):
+    """A hashable stand-in for an argument value that fixes what a register-only helper computes."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return (type(v).__name__, v)
+    if isinstance(v, Unknown):
+        return ("U", v.key)
+    if isinstance(v, (FuncRef, ModuleRef)):
+        return ("F", v.qualname)
+    if isinstance(v, tuple) and depth < 4:
+        return tuple(_abstract(x, depth + 1) for x in v)
+    raise _NoKey
+
+
+def _memo_key(fn: "FuncRef", args, kwargs):
+    try:
+        return (id(fn.node), fn.qualname, tuple(_abstract(a) for a in args),
+                tuple(sorted((k, _abstract(v)) for k, v in kwargs.items())))
+    except (_NoKey, TypeError):
+        return None
+
+
 def _uniform_parts(value, tag: str):
     """A work tile computed by the package's own scheduler code: its unknown parts (tile
     coordinates, validity) are the same in every thread of the CTA, so they get uniform terms
@@ -253,6 +283,9 @@ class KernelInterp:
         self.depth = 0
         self.call_sites: list = []  # lines of the helper calls being interpreted (innermost last)
         self.work_calls: dict = {}  # tile-scheduler call site -> calls so far (WORK_TILE_METHODS)
+        self.helper_memo: dict = {}  # register-only helper calls that emitted nothing -> result
+        self.helper_active: set = set()  # register-only helper calls being interpreted
+        self.helper_cuts = 0  # recursive / too deep register-only calls cut short
         self.assign_name: Optional[str] = None
         self.outer_name: Optional[str] = None  # the analyzed file's variable a helper's result goes to
         self.no_inline: set = set()
@@ -517,12 +550,12 @@ class KernelInterp:
         if attrs0 is not None:
             # `self.x` set differently on the two branches is unknown afterwards.
             self.self_obj.attrs = self.merge_envs([attrs[k] for k in going_on] or attrs, node)
-        if any(outs) or returned or partial:
+        # The code after this `if` runs only on the paths that did not return.
+        slots = [outs[k] for k in going_on if k not in partial] + [s for pr in partial.values() for s in pr.slots]
+        if any(outs) or (returned or partial) and slots:
             self.emit(ir.Choice(self.span(node), outs, shared, swapped))
         if not returned and not partial:
             return
-        # The code after this `if` runs only on the paths that did not return.
-        slots = [outs[k] for k in going_on if k not in partial] + [s for pr in partial.values() for s in pr.slots]
         values = list(returned.values()) + [v for pr in partial.values() for v in pr.values]
         line = self.span(node).line
         if not slots:
@@ -1410,23 +1443,36 @@ class KernelInterp:
         return P.method(self, pipe, meth, args, kwargs, node)
 
     def inline(self, fn: FuncRef, args, kwargs, node):
+        """Interpret a helper call. A register-only helper (`_plain_helper`) runs once per
+        abstract argument list: when that run emitted nothing, later calls reuse its result; the
+        same call again inside itself (a reduction recursing on `isinstance(val, TensorSSA)`) or
+        one nested too deeply is cut, which is kept only if the outer call emitted nothing."""
         if fn.node in self.no_inline:
             return Unknown("kernel launch")
-        if _plain_helper(fn, args, kwargs) and all(
-                isinstance(v, (Unknown, FuncRef, LambdaRef, ModuleRef, PartialRef)) or v is None
-                for v in list(args) + list(kwargs.values())):
-            # Nothing known goes in and nothing it does can reach the model: its result is as
-            # unknown as interpreting it would leave it (and a warp reduction that recurses on
-            # `isinstance(val, TensorSSA)` would take every path).
+        key = _memo_key(fn, args, kwargs) if _plain_helper(fn, args, kwargs) else None
+        if key is None:
+            if self.depth > 8:
+                raise Unsupported("helper calls nested too deeply")
+            return self.inline_body(fn, args, kwargs, node)
+        if key in self.helper_memo:
+            return self.helper_memo[key]
+        if key in self.helper_active or self.depth > 8:
+            self.helper_cuts += 1
             return Unknown(f"result of {fn.qualname}")
-        if self.depth > 8:
-            if _plain_helper(fn, args, kwargs):
-                # Register math that recurses on values the interpreter does not know (the
-                # `isinstance(val, TensorSSA)` branch of a warp reduction): nothing to model.
-                self.registry.assume(f"helper `{fn.qualname}` nested deeper than 8 calls: not followed further "
-                                     f"(no synchronization in it, no shared-memory, barrier or pipeline argument)")
-                return Unknown(f"result of {fn.qualname}")
-            raise Unsupported("helper calls nested too deeply")
+        out0, n0, cuts0 = self.out, len(self.out), self.helper_cuts
+        self.helper_active.add(key)
+        try:
+            result = self.inline_body(fn, args, kwargs, node)
+        finally:
+            self.helper_active.discard(key)
+        if self.out is out0 and not _has_effect(self.out[n0:]):
+            del self.out[n0:]  # runtime branches that turned out empty
+            self.helper_memo[key] = result
+        elif self.helper_cuts != cuts0:
+            raise Unsupported(f"helper `{fn.qualname}` recurses and synchronizes or touches memory")
+        return result
+
+    def inline_body(self, fn: FuncRef, args, kwargs, node):
         params = fn.node.params
         names = [p.name.value for p in params.params]
         saved_env = self.env
