@@ -467,3 +467,24 @@ def test_a_derived_count_still_checks_the_protocol(require_spin):
                       "        pipe.consumer_release(st)\n        pipe.consumer_release(st)\n        st.advance()")
     r = api.check_source(bad, "k.py", settings, with_fixes=False).kernels[0]
     assert r.verdict == "counterexample", r.reason
+
+
+def test_a_raw_mbarrier_init_with_a_runtime_count_counts_the_arrivals():
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, num_elems=1)
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp_idx == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(bar, self.num_arrivals)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+if warp_idx > 0:
+    cute.arch.mbarrier_arrive(bar)
+cute.arch.mbarrier_wait(bar, 0)
+""", threads=96, init="self.num_arrivals = n\n").replace("def __init__(self):", "def __init__(self, n):")
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled
+    inits = [o.count for p in m.processes for o in p.variants[0] if isinstance(o, ir.MbInit)]
+    assert inits == [64]  # warps 1 and 2, every lane
+    assert any("arrival count of this mbarrier_init is not known" in a for a in m.assumptions)

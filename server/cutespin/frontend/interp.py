@@ -2028,10 +2028,14 @@ def h_mbarrier_init(it: KernelInterp, args, kwargs, node):
     bar = it.bar_of(ptr, node)
     if bar is None:
         return None
-    if not _is_int(cnt):
-        it.unmodeled(node, "mbarrier_init", "the expected arrival count is not known; pin it")
-        return None
     span = it.span(node)
+    if not _is_int(cnt):
+        # Derived from the arrivals, like a pipeline group sized at run time (P9).
+        it.registry.assume(f"line {span.line}: the arrival count of this mbarrier_init is not known "
+                           f"({getattr(cnt, 'why', 'runtime value')}): taken to be the arrivals the kernel "
+                           f"makes on the barrier per phase")
+        it.emit(RawInit(span, bar, None, f"init@{span.path}:{span.line}:{span.column}"))
+        return None
     if cnt < 1 or cnt > MBARRIER_MAX:
         it.registry.static(ir.StaticFinding(
             "overrun", f"mbarrier_init count {cnt} is outside the hardware range 1..{MBARRIER_MAX}", span))
