@@ -506,3 +506,17 @@ def spin(bar, v):
 def reduce''')
     m = model(src)
     assert [u.why for u in m.unmodeled] == ["helper calls nested too deeply"]
+
+
+def test_a_per_warp_slice_of_a_stages_by_warps_buffer_is_staged_not_stage_warp():
+    src = kernel_source("""\
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+smem = cutlass.utils.SmemAllocator()
+sX = smem.allocate_tensor(cutlass.Float32, cute.make_ordered_layout((8, n, 2, 4), order=(0, 1, 2, 3)))
+tXsX = sX[None, None, None, warp]
+x = tXsX[None, None, 1].load()
+""", params="n", init="self.num_stages = 2\n")
+    m = model(src)
+    names = {p.warp: [o.region.name for o in p.variants[0] if isinstance(o, ir.Access)] for p in m.processes}
+    # Every warp reads stage 1 of its own slice, never "stage <warp>".
+    assert names == {w: ["sX[stage 1] (CTA 0)"] for w in range(2)}

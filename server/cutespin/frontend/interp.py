@@ -1554,12 +1554,20 @@ class KernelInterp:
             if len(shape) >= 3 and stages is not None and shape[-1] == stages:
                 per = Layout(shape[:-1]).size() * bits // 8
                 return buf.at(stages=stages, nbytes=per)
+            if len(shape) >= 3 and stages is not None and shape[-2] == stages and shape[-1] != stages:
+                return buf.at(nbytes=layout.size() * bits // 8, inner_stages=stages)
             return buf.at(nbytes=layout.size() * bits // 8)
+        shape = None
         if isinstance(layout, Layout):
-            stages = self.kernel_stages()
             shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
+        elif isinstance(layout, Unknown) and layout.dims:
+            shape = layout.dims
+        if shape is not None:
+            stages = self.kernel_stages()
             if len(shape) >= 3 and stages is not None and shape[-1] == stages:
                 return buf.at(stages=stages)
+            if len(shape) >= 3 and stages is not None and shape[-2] == stages and shape[-1] != stages:
+                return buf.at(inner_stages=stages)
         return buf
 
     def read_registers(self, v, node):
@@ -1598,6 +1606,12 @@ class KernelInterp:
         """A load/store of a buffer. A subscript selecting a stage returns the stage's view."""
         if index is not None:
             idx = self.eval_index(index)
+            if (isinstance(base, Smem) and base.inner_stages and base.stages is None and isinstance(idx, tuple)
+                    and idx and _is_int(idx[-1]) and all(x is None or isinstance(x, slice) for x in idx[:-1])):
+                # `sX[None, None, None, None, warp]` on a (..., STAGES, warps) buffer: the warp's
+                # slice, staged on its last mode (not stage `warp`).
+                if not write:
+                    return base.at(stages=base.inner_stages, inner_stages=None)
             stage = _stage_index(idx, base)
             if stage is not None and not write and isinstance(base, Smem):
                 return base.at(stage=stage)
@@ -2630,6 +2644,8 @@ def h_make_layout(it, args, kwargs, node):
     shape = _kw(args, kwargs, 0, "shape")
     if isinstance(shape, int) or isinstance(shape, tuple) and all(_is_int(s) for s in _flat(shape)):
         return Layout(shape, compact=_kw(args, kwargs, 1, "stride") is None)
+    if isinstance(shape, tuple):
+        return Unknown("layout", dims=tuple(int(s) if _is_int(s) else None for s in shape))
     return Unknown("layout")
 
 

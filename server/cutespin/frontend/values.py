@@ -25,6 +25,9 @@ class Unknown:
 
     why: str = "runtime value"
     key: Any = None
+    # A layout whose shape did not fully fold: its top-level mode sizes (None where unknown), so
+    # that a buffer allocated with it can still tell which mode is the stage mode.
+    dims: Any = field(default=None, compare=False, hash=False)
 
     def __bool__(self):  # pragma: no cover - guard against accidental truthiness
         raise TypeError("Unknown has no truth value")
@@ -66,6 +69,9 @@ class Smem:
     # the pointer `retrieve_ptr` returns. `stage` is then the accumulator stage (see interp
     # `_tmem_subscript`); TMEM_ALL_STAGES names every stage at once (dealloc).
     tmem: bool = False
+    # A buffer laid out (..., STAGES, N): its last mode is not the stage (per-warp slices, say);
+    # slicing that mode with an index leaves a view staged on its last mode (see interp.access).
+    inner_stages: Optional[int] = None
 
     def at(self, **kw) -> "Smem":
         return replace(self, **kw)
