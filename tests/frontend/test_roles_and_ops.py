@@ -520,3 +520,36 @@ x = tXsX[None, None, 1].load()
     names = {p.warp: [o.region.name for o in p.variants[0] if isinstance(o, ir.Access)] for p in m.processes}
     # Every warp reads stage 1 of its own slice, never "stage <warp>".
     assert names == {w: ["sX[stage 1] (CTA 0)"] for w in range(2)}
+
+
+REDUCE = """\
+tidx, _, _ = cute.arch.thread_idx()
+smem = cutlass.utils.SmemAllocator()
+sRed = smem.allocate_tensor(cutlass.Float32, cute.make_layout({size}))
+sRed[tidx] = mA[tidx]
+cute.arch.sync_threads()
+for off in (64, 32, 16, 8, 4, 2, 1):
+    if tidx < off:
+        sRed[tidx] = sRed[tidx] + sRed[tidx + off]
+    {sync}
+if tidx == 0:
+    mA[0] = sRed[0]
+"""
+
+
+def test_a_tree_reduction_through_per_lane_indices_is_verified(require_spin):
+    from cutespin import api
+    settings = Settings().with_overrides(verify_fixes=False)
+    for size in ("128", "self.n"):
+        src = kernel_source(REDUCE.format(size=size, sync="cute.arch.sync_threads()"), threads=128,
+                            init="self.n = n\n").replace("def __init__(self):", "def __init__(self, n):")
+        m = model(src)
+        names = {o.region.name for p in m.processes for o in ir.walk(p.variants[0]) if isinstance(o, ir.Access)
+                 and o.region.name.startswith("sRed")}
+        assert "sRed[0:32] (CTA 0)" in names and "sRed[96:128] (CTA 0)" in names
+        r = api.check_source(src, "k.py", settings, with_fixes=False).kernels[0]
+        assert r.verdict == "verified", (size, r.reason, [f.message for f in r.findings])
+    # Without the barrier inside the loop, warp 0 reads elements warp 1 is still writing.
+    bad = kernel_source(REDUCE.format(size="128", sync="pass"), threads=128)
+    r = api.check_source(bad, "k.py", settings, with_fixes=False).kernels[0]
+    assert r.verdict == "counterexample" and r.findings[0].code == "CS201"

@@ -32,7 +32,7 @@ async def test_show_promela_and_trace(shared_client: LanguageClient, tmp_path):
     assert res["code"] == "CS201"
     steps = res["steps"]
     assert [s["step"] for s in steps] == list(range(1, len(steps) + 1)) and len(steps) == 11
-    assert steps[-1] == {"step": 11, "role": "warp 1", "line": 68, "operation": "reads sRow (CTA 0)", "barrier": ""}
+    assert steps[-1] == {"step": 11, "role": "warp 1", "line": 68, "operation": "reads sRow[0:32] (CTA 0)", "barrier": ""}
     assert res["markdown"].count("\n| ") == 12  # the header rule and all 11 steps: nothing trimmed
     assert await run(client, "cutespin.showTrace", uri, "ScaleHandoff.kernel#7") is None
 

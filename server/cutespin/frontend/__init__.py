@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 import libcst as cst
@@ -440,8 +440,11 @@ class _Numbering:
                     + f" (CTA {target.cta})")
             space, cta = "tmem", target.cta
         elif isinstance(target, Smem):
-            key = ("smem", target.alloc, target.cta, target.stage)
+            key = ("smem", target.alloc, target.cta, target.stage, target.block)
             name = target.label + (f"[stage {target.stage}]" if target.stage is not None else "")
+            if target.block is not None:
+                name += ("[other elements]" if target.block == I.ELEMENT_BLOCK_REST else
+                         f"[{target.block * I.ELEMENT_BLOCK}:{(target.block + 1) * I.ELEMENT_BLOCK}]")
             name += f" (CTA {target.cta})"
             space, cta = "smem", target.cta
         elif isinstance(target, Gmem):
@@ -474,6 +477,56 @@ def _collect_masks(ops, acc: set):
         if isinstance(op, ir.Choice):
             for alt in op.alternatives:
                 _collect_masks(alt, acc)
+
+
+def split_blocks(procs) -> None:
+    """Make the element blocks of flat SMEM buffers sound (see interp `_element_blocks`).
+
+    A buffer read or written at per-lane indices got one access per 32-element block; every other
+    access to it (unknown index, whole-buffer copy) touches all of those blocks plus the rest.
+    A buffer that asynchronous copies, TMA or MMAs touch, or that has too many blocks, goes back
+    to one region."""
+    blocks: dict = {}  # (alloc, cta, stage) -> block numbers
+    other: set = set()  # buffers that non-plain ops touch
+    for _, _, it in procs:
+        for op in ir.walk(it.out):
+            if isinstance(op, I.RawAccess) and isinstance(op.target, Smem):
+                t = op.target
+                if t.block is not None:
+                    blocks.setdefault((t.alloc, t.cta, t.stage), set()).add(t.block)
+            else:
+                for attr in ("dst", "src", "target", "bar"):
+                    t = getattr(op, attr, None)
+                    if isinstance(t, Smem):
+                        other.add(t.alloc)
+    keep = {k: sorted(v) + [I.ELEMENT_BLOCK_REST] for k, v in blocks.items()
+            if k[0] not in other and len(v) <= I.MAX_ELEMENT_BLOCKS}
+
+    def rewrite(ops: list) -> list:
+        out = []
+        for op in ops:
+            if isinstance(op, ir.Choice):
+                op.alternatives = [rewrite(alt) for alt in op.alternatives]
+                out.append(op)
+                continue
+            t = op.target if isinstance(op, I.RawAccess) and isinstance(op.target, Smem) else None
+            if t is None:
+                out.append(op)
+                continue
+            if t.block is not None and (t.alloc, t.cta, t.stage) not in keep:
+                out.append(replace(op, target=t.at(block=None)))  # the whole buffer after all
+            elif t.block is None and t.stage is None and any(k[0] == t.alloc and k[1] == t.cta for k in keep):
+                for k, bs in keep.items():  # an unstaged whole-buffer access: every stage's blocks
+                    if k[0] == t.alloc and k[1] == t.cta:
+                        out += [replace(op, target=t.at(block=b, stage=k[2])) for b in bs]
+            elif t.block is None and (t.alloc, t.cta, t.stage) in keep:
+                out += [replace(op, target=t.at(block=b)) for b in keep[(t.alloc, t.cta, t.stage)]]
+            else:
+                out.append(op)
+        return out
+
+    for _, _, it in procs:
+        it.out[:] = rewrite(it.out)
 
 
 def _written_gmem(procs) -> set:
@@ -947,6 +1000,8 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
     except I.Unsupported:
         return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
 
+    for run in runs:
+        split_blocks(run)
     numbering = _Numbering()
     processes = []
     for idx in range(ctas * warps):

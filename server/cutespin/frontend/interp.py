@@ -71,6 +71,24 @@ def _plain_helper(fn: "FuncRef", args, kwargs) -> bool:
 WORK_TILE_METHODS = {"get_current_work", "initial_work_tile_info", "fetch_next_work", "get_next_work",
                      "advance_to_next_work_and_get"}
 
+ELEMENT_BLOCK = 32  # elements per block of a flat buffer (one warp's `buf[tidx]`)
+ELEMENT_BLOCK_REST = -1  # the elements of a flat buffer that no per-lane access names
+MAX_ELEMENT_BLOCKS = 16  # more distinct blocks than this: the buffer stays one region
+
+
+def _element_blocks(idx, mask: int) -> Optional[list]:
+    """The 32-element blocks a 1-D index touches in the active lanes, or None when unknown."""
+    if isinstance(idx, tuple) and len(idx) == 1:
+        idx = idx[0]
+    if _is_int(idx) and not isinstance(idx, bool) and idx >= 0:
+        return [int(idx) // ELEMENT_BLOCK]
+    if isinstance(idx, LaneVal):
+        vals = [idx.vals[lane] for lane in range(32) if mask >> lane & 1]
+        if vals and all(_is_int(v) and not isinstance(v, bool) and v >= 0 for v in vals):
+            return sorted({int(v) // ELEMENT_BLOCK for v in vals})
+    return None
+
+
 def _has_open_mode(idx) -> bool:
     """An index that leaves a mode open (`None`) selects a sub-tensor, not an element."""
     return any(x is None for x in (idx if isinstance(idx, tuple) else (idx,)))
@@ -1556,12 +1574,14 @@ class KernelInterp:
                 return buf.at(stages=stages, nbytes=per)
             if len(shape) >= 3 and stages is not None and shape[-2] == stages and shape[-1] != stages:
                 return buf.at(nbytes=layout.size() * bits // 8, inner_stages=stages)
-            return buf.at(nbytes=layout.size() * bits // 8)
+            return buf.at(nbytes=layout.size() * bits // 8, flat=len(shape) == 1 and layout.compact)
         shape = None
         if isinstance(layout, Layout):
             shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
         elif isinstance(layout, Unknown) and layout.dims:
             shape = layout.dims
+            if len(shape) == 1:
+                return buf.at(flat=True)  # `make_layout(self.num_threads)`: compact, rank 1
         if shape is not None:
             stages = self.kernel_stages()
             if len(shape) >= 3 and stages is not None and shape[-1] == stages:
@@ -1617,6 +1637,14 @@ class KernelInterp:
                 return base.at(stage=stage)
             if stage is not None and isinstance(base, Smem):
                 base = base.at(stage=stage)
+            if stage is None and isinstance(base, Smem) and base.flat and base.part is None and not base.tmem:
+                blocks = _element_blocks(idx, self.mask)
+                if blocks is not None:
+                    # `sRed[tidx + off]`: each lane's element is known, so the access touches
+                    # only the 32-element blocks those elements lie in.
+                    for b in blocks:
+                        self.emit(RawAccess(self.span(node), base.at(block=b), write, self.mask, False))
+                    return Unknown("loaded value") if not write else None
             if not write and isinstance(base, Smem) and _has_open_mode(idx):
                 # `tLSEsLSE[None, s, m]`: a slice of a view is a view; its accesses are the
                 # copy, `.load()` or `.store()` done through it later.
@@ -2644,9 +2672,10 @@ def h_make_layout(it, args, kwargs, node):
     shape = _kw(args, kwargs, 0, "shape")
     if isinstance(shape, int) or isinstance(shape, tuple) and all(_is_int(s) for s in _flat(shape)):
         return Layout(shape, compact=_kw(args, kwargs, 1, "stride") is None)
-    if isinstance(shape, tuple):
-        return Unknown("layout", dims=tuple(int(s) if _is_int(s) else None for s in shape))
-    return Unknown("layout")
+    dims = tuple(int(s) if _is_int(s) else None for s in shape) if isinstance(shape, tuple) else (None,)
+    if len(dims) == 1 and _kw(args, kwargs, 1, "stride") is not None:
+        dims = None  # a strided 1-D layout: an index is not the element offset
+    return Unknown("layout", dims=dims)
 
 
 def _flat_coord(v) -> Optional[tuple]:

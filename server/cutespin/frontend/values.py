@@ -72,6 +72,10 @@ class Smem:
     # A buffer laid out (..., STAGES, N): its last mode is not the stage (per-warp slices, say);
     # slicing that mode with an index leaves a view staged on its last mode (see interp.access).
     inner_stages: Optional[int] = None
+    flat: bool = False  # allocated with a rank-1 compact layout: an integer index is the element
+    # Elements [32*block, 32*block + 32) of a flat buffer (ELEMENT_BLOCK_REST: the elements no
+    # block access names); set for loads/stores at per-lane indices (see frontend.split_blocks).
+    block: Optional[int] = None
 
     def at(self, **kw) -> "Smem":
         return replace(self, **kw)
