@@ -553,3 +553,38 @@ def test_a_tree_reduction_through_per_lane_indices_is_verified(require_spin):
     bad = kernel_source(REDUCE.format(size="128", sync="pass"), threads=128)
     r = api.check_source(bad, "k.py", settings, with_fixes=False).kernels[0]
     assert r.verdict == "counterexample" and r.findings[0].code == "CS201"
+
+
+def test_register_math_on_unknown_values_is_skipped_only_when_everything_it_calls_is_plain():
+    helpers = '''
+@cute.jit
+def rounds(x, y):
+    for _ in range(10):
+        x, y = mix(x, y)
+    return x
+
+
+@cute.jit
+def mix(a, b):
+    return a * b, a + b
+
+
+@cute.jit
+def arrive_and_mix(bar, a):
+    return signal(a)
+
+
+@cute.jit
+def signal(a):
+    cute.arch.mbarrier_arrive(a)
+    return a
+'''
+    src = helper_source("""\
+v = rounds(mA[0], mA[1])
+w = arrive_and_mix(bar, bar)
+""").replace("\n\nclass K:", helpers + "\n\nclass K:", 1)
+    m = model(src)
+    assert not m.unmodeled
+    # `rounds` is skipped (nothing known in, only plain code called); `arrive_and_mix` is not:
+    # the function it calls synchronizes.
+    assert [o.bar.name.split(" ")[0] for o in ops(m, 0) if isinstance(o, ir.MbArrive)] == ["bar"]

@@ -99,6 +99,68 @@ def _has_effect(ops) -> bool:
     return any(not isinstance(op, ir.Choice) or any(_has_effect(alt) for alt in op.alternatives) for op in ops)
 
 
+PLAIN_ROOTS = {"cute", "cutlass", "math", "operator", "Float32", "Float16", "BFloat16", "Int32", "Int64", "Uint32",
+               "Uint64", "Int8", "Uint8", "Int16", "Uint16", "Boolean", "range", "len", "min", "max", "abs", "int",
+               "float", "bool", "tuple", "list", "isinstance", "enumerate", "zip", "const_expr", "range_constexpr",
+               "T", "ir", "llvm", "vector", "arith", "nvvm"}
+
+
+def _only_unknowns(args, kwargs) -> bool:
+    """No argument that could fold into a known result (ints, tuples, layouts)."""
+    def unknownish(v):
+        if v is None or isinstance(v, (Unknown, FuncRef, ModuleRef, LambdaRef, PartialRef, DType)):
+            return True
+        return isinstance(v, LaneVal) and all(isinstance(x, Unknown) for x in v.vals)
+    return all(unknownish(v) for v in list(args) + list(kwargs.values()))
+
+
+def _calls_only_plain_code(node, module, depth: int = 0) -> bool:
+    """The function's text names no synchronization or memory operation, and every function it
+    calls is a library one (cute, cutlass, math, MLIR builders) or a function of the same module
+    that passes the same test (a few levels deep)."""
+    cache = getattr(module, "_plain_code", None) if module is not None else None
+    if cache is None and module is not None:
+        cache = {}
+        try:
+            module._plain_code = cache  # per parsed module: node ids are only compared within it
+        except AttributeError:
+            cache = None
+    got = cache.get(id(node)) if cache is not None else None
+    if got is not None:
+        return got
+    ok = depth <= 4 and not SYNC_TEXT_RE.search(cst.Module([]).code_for_node(node))
+    if ok:
+        for call in _calls_in(node):
+            func = call.func
+            root = func
+            while isinstance(root, cst.Attribute):
+                root = root.value
+            if not isinstance(root, cst.Name):
+                ok = False
+                break
+            if isinstance(func, cst.Name) and module is not None and func.value in getattr(module, "functions", {}):
+                if not _calls_only_plain_code(module.functions[func.value], module, depth + 1):
+                    ok = False
+                    break
+            elif root.value not in PLAIN_ROOTS:
+                ok = False
+                break
+    if cache is not None:
+        cache[id(node)] = ok
+    return ok
+
+
+def _calls_in(node) -> list:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n):
+            found.append(n)
+
+    node.visit(V())
+    return found
+
+
 class _NoKey(Exception):
     pass
 
@@ -1467,7 +1529,12 @@ class KernelInterp:
         one nested too deeply is cut, which is kept only if the outer call emitted nothing."""
         if fn.node in self.no_inline:
             return Unknown("kernel launch")
-        key = _memo_key(fn, args, kwargs) if _plain_helper(fn, args, kwargs) else None
+        plain = _plain_helper(fn, args, kwargs)
+        if plain and _only_unknowns(args, kwargs) and _calls_only_plain_code(fn.node, fn.module or self.root_info):
+            # Register math on values the interpreter does not know (a Philox round, a rounding
+            # routine): it cannot emit anything and its result stays unknown; skip it.
+            return Unknown(f"result of {fn.qualname}")
+        key = _memo_key(fn, args, kwargs) if plain else None
         if key is None:
             if self.depth > 8:
                 raise Unsupported("helper calls nested too deeply")
