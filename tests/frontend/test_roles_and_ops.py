@@ -518,8 +518,8 @@ x = tXsX[None, None, 1].load()
 """, params="n", init="self.num_stages = 2\n")
     m = model(src)
     names = {p.warp: [o.region.name for o in p.variants[0] if isinstance(o, ir.Access)] for p in m.processes}
-    # Every warp reads stage 1 of its own slice, never "stage <warp>".
-    assert names == {w: ["sX[stage 1] (CTA 0)"] for w in range(2)}
+    # Every warp reads stage 1 of its own slice (a region of its own), never "stage <warp>".
+    assert names == {w: [f"sX[stage 1][slice {w}] (CTA 0)"] for w in range(2)}
 
 
 REDUCE = """\
@@ -588,3 +588,16 @@ w = arrive_and_mix(bar, bar)
     # `rounds` is skipped (nothing known in, only plain code called); `arrive_and_mix` is not:
     # the function it calls synchronizes.
     assert [o.bar.name.split(" ")[0] for o in ops(m, 0) if isinstance(o, ir.MbArrive)] == ["bar"]
+
+
+def test_a_pointer_from_crd2idx_selects_the_stage_and_slice_of_the_coordinate():
+    src = kernel_source("""\
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+smem = cutlass.utils.SmemAllocator()
+sX = smem.allocate_tensor(cutlass.Float32, cute.make_ordered_layout((8, n, 2, 4), order=(0, 1, 2, 3)))
+p = sX.iterator + cute.crd2idx((0, 0, 1, warp), sX.layout)
+x = cute.make_tensor(p, cute.make_layout(8)).load()
+""", params="n", init="self.num_stages = 2\n")
+    m = model(src)
+    names = {p.warp: [o.region.name for o in p.variants[0] if isinstance(o, ir.Access)] for p in m.processes}
+    assert names == {w: [f"sX[stage 1][slice {w}] (CTA 0)"] for w in range(2)}

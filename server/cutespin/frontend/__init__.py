@@ -442,9 +442,11 @@ class _Numbering:
         elif isinstance(target, Smem):
             key = ("smem", target.alloc, target.cta, target.stage, target.block)
             name = target.label + (f"[stage {target.stage}]" if target.stage is not None else "")
-            if target.block is not None:
-                name += ("[other elements]" if target.block == I.ELEMENT_BLOCK_REST else
-                         f"[{target.block * I.ELEMENT_BLOCK}:{(target.block + 1) * I.ELEMENT_BLOCK}]")
+            if target.block is not None and target.block == I.ELEMENT_BLOCK_REST:
+                name += "[other elements]" if target.flat else "[other slices]"
+            elif target.block is not None:
+                name += (f"[{target.block * I.ELEMENT_BLOCK}:{(target.block + 1) * I.ELEMENT_BLOCK}]" if target.flat
+                         else f"[slice {target.block}]")
             name += f" (CTA {target.cta})"
             space, cta = "smem", target.cta
         elif isinstance(target, Gmem):
@@ -479,6 +481,19 @@ def _collect_masks(ops, acc: set):
                 _collect_masks(alt, acc)
 
 
+def _block_target(op) -> Optional[Smem]:
+    """The shared buffer a plain load/store or a cp.async copy touches (ops split_blocks handles)."""
+    if isinstance(op, I.RawAccess) and isinstance(op.target, Smem) and not op.target.tmem:
+        return op.target
+    if isinstance(op, I.RawCpAsync) and isinstance(op.dst, Smem):
+        return op.dst
+    return None
+
+
+def _retarget(op, t: Smem):
+    return replace(op, target=t) if isinstance(op, I.RawAccess) else replace(op, dst=t)
+
+
 def split_blocks(procs) -> None:
     """Make the element blocks of flat SMEM buffers sound (see interp `_element_blocks`).
 
@@ -490,8 +505,8 @@ def split_blocks(procs) -> None:
     other: set = set()  # buffers that non-plain ops touch
     for _, _, it in procs:
         for op in ir.walk(it.out):
-            if isinstance(op, I.RawAccess) and isinstance(op.target, Smem):
-                t = op.target
+            t = _block_target(op)
+            if t is not None:
                 if t.block is not None:
                     blocks.setdefault((t.alloc, t.cta, t.stage), set()).add(t.block)
             else:
@@ -509,18 +524,18 @@ def split_blocks(procs) -> None:
                 op.alternatives = [rewrite(alt) for alt in op.alternatives]
                 out.append(op)
                 continue
-            t = op.target if isinstance(op, I.RawAccess) and isinstance(op.target, Smem) else None
+            t = _block_target(op)
             if t is None:
                 out.append(op)
                 continue
             if t.block is not None and (t.alloc, t.cta, t.stage) not in keep:
-                out.append(replace(op, target=t.at(block=None)))  # the whole buffer after all
+                out.append(_retarget(op, t.at(block=None)))  # the whole buffer after all
             elif t.block is None and t.stage is None and any(k[0] == t.alloc and k[1] == t.cta for k in keep):
                 for k, bs in keep.items():  # an unstaged whole-buffer access: every stage's blocks
                     if k[0] == t.alloc and k[1] == t.cta:
-                        out += [replace(op, target=t.at(block=b, stage=k[2])) for b in bs]
+                        out += [_retarget(op, t.at(block=b, stage=k[2])) for b in bs]
             elif t.block is None and (t.alloc, t.cta, t.stage) in keep:
-                out += [replace(op, target=t.at(block=b)) for b in keep[(t.alloc, t.cta, t.stage)]]
+                out += [_retarget(op, t.at(block=b)) for b in keep[(t.alloc, t.cta, t.stage)]]
             else:
                 out.append(op)
         return out

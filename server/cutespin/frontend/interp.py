@@ -89,6 +89,18 @@ def _element_blocks(idx, mask: int) -> Optional[list]:
     return None
 
 
+def _coord_view(buf: Smem, coord: tuple) -> Smem:
+    """`buf.iterator + crd2idx(coord, buf.layout)`: a pointer into the stage the coordinate
+    names, when the buffer's stage mode is known (last mode, or second to last of a
+    `(..., STAGES, N)` buffer); otherwise somewhere in the buffer."""
+    if buf.stages is not None and buf.stage is None and coord and _is_int(coord[-1]):
+        return buf.at(stage=int(coord[-1]))
+    if buf.inner_stages and buf.stages is None and len(coord) >= 2 and _is_int(coord[-2]):
+        return buf.at(stages=buf.inner_stages, inner_stages=None, stage=int(coord[-2]),
+                      block=int(coord[-1]) if _is_int(coord[-1]) else None)
+    return buf
+
+
 def _has_open_mode(idx) -> bool:
     """An index that leaves a mode open (`None`) selects a sub-tensor, not an element."""
     return any(x is None for x in (idx if isinstance(idx, tuple) else (idx,)))
@@ -1145,6 +1157,8 @@ class KernelInterp:
             return a.at(offset=op(a.offset, b))
         if isinstance(a, Gmem) and op in (operator.add, operator.sub) and _is_int(b):
             return Gmem(a.name, op(a.offset, b), a.is_ptr)
+        if isinstance(a, Smem) and isinstance(b, Unknown) and isinstance(b.coord, tuple) and op is operator.add:
+            return _coord_view(a, b.coord)
         if isinstance(a, Smem) and isinstance(b, (LaneVal, Unknown)) or isinstance(a, Gmem) and isinstance(b, (LaneVal, Unknown)):
             return a  # a per-lane or runtime offset inside the same buffer
         if isinstance(a, LaneVal) or isinstance(b, LaneVal):
@@ -1698,7 +1712,8 @@ class KernelInterp:
                 # `sX[None, None, None, None, warp]` on a (..., STAGES, warps) buffer: the warp's
                 # slice, staged on its last mode (not stage `warp`).
                 if not write:
-                    return base.at(stages=base.inner_stages, inner_stages=None)
+                    # Each index of the last mode is its own slice (frontend.split_blocks).
+                    return base.at(stages=base.inner_stages, inner_stages=None, block=int(idx[-1]))
             stage = _stage_index(idx, base)
             if stage is not None and not write and isinstance(base, Smem):
                 return base.at(stage=stage)
@@ -2745,6 +2760,13 @@ def h_make_layout(it, args, kwargs, node):
     return Unknown("layout", dims=dims)
 
 
+def h_crd2idx(it, args, kwargs, node):
+    """`cute.crd2idx(coord, layout)`: an offset the layout algebra does not fold here; keep the
+    coordinate for a pointer into a staged buffer (`_coord_view`)."""
+    coord = _kw(args, kwargs, 0, "coord")
+    return Unknown("coordinate offset", coord=coord if isinstance(coord, tuple) else None)
+
+
 def _flat_coord(v) -> Optional[tuple]:
     if isinstance(v, tuple) and all(_is_int(x) for x in v):
         return v
@@ -2947,6 +2969,7 @@ CALLS: dict = {
     "cute.copy": h_copy, "cute.autovec_copy": h_autovec_copy, "cute.basic_copy": h_autovec_copy,
     "cute.gemm": h_gemm, "cute.nvgpu.warpgroup.fence": h_wgmma_fence,
     "cute.nvgpu.warpgroup.commit_group": h_wgmma_commit, "cute.nvgpu.warpgroup.wait_group": h_wgmma_wait, "cute.make_layout": h_make_layout, "cute.make_ordered_layout": h_make_layout,
+    "cute.crd2idx": h_crd2idx,
     "cute.size": h_size, "cute.make_tensor": h_make_tensor,
     "cute.tiled_divide": h_tiled_divide, "cute.make_layout_image_mask": h_image_mask,
     "cute.nvgpu.cpasync.create_tma_multicast_mask": h_image_mask,

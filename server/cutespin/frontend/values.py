@@ -28,6 +28,9 @@ class Unknown:
     # A layout whose shape did not fully fold: its top-level mode sizes (None where unknown), so
     # that a buffer allocated with it can still tell which mode is the stage mode.
     dims: Any = field(default=None, compare=False, hash=False)
+    # `cute.crd2idx(coord, layout)` that did not fold: the coordinate, so that `buf.iterator +`
+    # it can still select the stage the coordinate names.
+    coord: Any = field(default=None, compare=False, hash=False)
 
     def __bool__(self):  # pragma: no cover - guard against accidental truthiness
         raise TypeError("Unknown has no truth value")
