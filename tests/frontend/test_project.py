@@ -216,3 +216,31 @@ def test_namespace_package_above_the_root(tmp_path):
     assert p.root == tmp_path / "ns" and p.module_name == "pkg.k"
     assert p.resolve("ns.pkg.helpers.f").node.name.value == "f"
     assert p.resolve("pkg.helpers.f").node.name.value == "f"
+
+
+def test_constants_imported_from_a_sibling_module(tmp_path):
+    pkg = tmp_path / "bars"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "ids.py").write_text("_BAR_EPILOG: int = 3\n_BAR_OTHER = _BAR_EPILOG + 1\n")
+    (pkg / "kern.py").write_text('''import cutlass
+import cutlass.cute as cute
+
+from .ids import _BAR_EPILOG, _BAR_OTHER
+
+
+class K:
+    @cute.jit
+    def __call__(self, mA: cute.Tensor):
+        self.kernel(mA).launch(grid=(1, 1, 1), block=(64, 1, 1))
+
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor):
+        cute.arch.barrier(barrier_id=_BAR_EPILOG, number_of_threads=64)
+        cute.arch.barrier(barrier_id=_BAR_OTHER, number_of_threads=64)
+''')
+    path = pkg / "kern.py"
+    m = build_models(path.read_text(), str(path), SETTINGS)[0]
+    assert not m.unmodeled
+    from cutespin import ir
+    assert [o.barrier_id for o in m.processes[0].variants[0] if isinstance(o, ir.NamedBarrier)] == [3, 4]

@@ -19,7 +19,7 @@ import libcst as cst
 from .. import ir
 from . import pipelines as P
 from .discover import ModuleInfo, canonical, qualify
-from .project import LIBRARY_PIPELINE_PREFIXES, ClassAttr, local_class_ref
+from .project import LIBRARY_PIPELINE_PREFIXES, ClassAttr, ModuleConst, local_class_ref
 from .values import _flatten as _flat
 from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, ClassRef, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LambdaRef,
@@ -374,6 +374,7 @@ class KernelInterp:
         self.bulk_open: list = []
         self.depth = 0
         self.call_sites: list = []  # lines of the helper calls being interpreted (innermost last)
+        self.const_stack: set = set()  # sibling-module constants being evaluated
         self.work_calls: dict = {}  # tile-scheduler call site -> calls so far (WORK_TILE_METHODS)
         self.helper_memo: dict = {}  # register-only helper calls that emitted nothing -> result
         self.helper_active: set = set()  # register-only helper calls being interpreted
@@ -924,6 +925,12 @@ class KernelInterp:
                 return target
             if isinstance(target, ClassAttr):
                 return self.class_attribute(target.cls, target.attr)
+            if isinstance(target, ModuleConst) and target.name not in self.const_stack:
+                self.const_stack.add(target.name)  # `A = B` / `B = A` across modules: no loop
+                try:
+                    return self.in_module(target.module, lambda: self.eval(target.expr))
+                finally:
+                    self.const_stack.discard(target.name)
         return ModuleRef(qualname)
 
     def class_ref(self, name: str) -> ClassRef:

@@ -17,7 +17,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import libcst as cst
 
@@ -94,6 +94,16 @@ class _ModuleCache:
             while len(self.data) > self.size:
                 self.data.popitem(last=False)
         return info
+
+
+@dataclass(frozen=True)
+class ModuleConst:
+    """`from .grouped_gemm_kernel import _BAR_EPILOG_SYNC`: a module-level constant of a sibling
+    module, evaluated by the interpreter in that module."""
+
+    name: str
+    module: ModuleInfo = field(compare=False, hash=False)
+    expr: Any = field(default=None, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -229,6 +239,8 @@ class Project:
             if not tail:
                 return cref
             return ClassAttr(cref, tail[0]) if len(tail) == 1 else None
+        if name in mod.constants and not tail and name not in mod.aliases:
+            return ModuleConst(f"{mod_name}.{name}", mod, mod.constants[name])
         if name in mod.aliases:  # a re-export: `from .pipeline import PipelineTmaAsync` in __init__
             return self.resolve(".".join([mod.aliases[name]] + tail), seen)
         return self.resolve(".".join([mod_name, name] + tail), seen)  # a submodule
