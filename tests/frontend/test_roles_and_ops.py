@@ -400,7 +400,7 @@ cute.arch.mbarrier_arrive(bar)
     assert [o.bar.name.split(" ")[0] for o in after] == ["bar"]
 
 
-def test_a_register_helper_with_nothing_known_going_in_is_not_interpreted():
+def test_a_register_helper_recursing_on_unknown_values_is_cut_not_reported():
     m = model(helper_source("""\
 x = reduce(mA[0], operator.add)
 cute.arch.mbarrier_arrive(bar)
@@ -549,6 +549,15 @@ def test_a_tree_reduction_through_per_lane_indices_is_verified(require_spin):
         assert "sRed[0:32] (CTA 0)" in names and "sRed[96:128] (CTA 0)" in names
         r = api.check_source(src, "k.py", settings, with_fixes=False).kernels[0]
         assert r.verdict == "verified", (size, r.reason, [f.message for f in r.findings])
+    # Through a pointer moved by a runtime amount, or a re-laid-out view, an index no longer names
+    # an element: the whole buffer (every block) is touched.
+    for view in ("cute.make_tensor(sRed.iterator + mA[0], cute.make_layout(128))",
+                 "cute.make_tensor(sRed.iterator, cute.make_layout(128, stride=2))"):
+        moved = kernel_source(REDUCE.format(size="256", sync="cute.arch.sync_threads()").replace(
+            "sRed[tidx] = mA[tidx]\n", f"sRed[tidx] = mA[tidx]\nv = {view}\nv[tidx] = 1.0\n"), threads=128)
+        touched = [o.region.name for p in model(moved).processes if p.warp == 0 for o in p.variants[0]
+                   if isinstance(o, ir.Access) and o.span.line == line_of(moved, "v[tidx] = 1.0")]
+        assert "sRed[96:128] (CTA 0)" in touched and "sRed[other elements] (CTA 0)" in touched, touched
     # Without the barrier inside the loop, warp 0 reads elements warp 1 is still writing.
     bad = kernel_source(REDUCE.format(size="128", sync="pass"), threads=128)
     r = api.check_source(bad, "k.py", settings, with_fixes=False).kernels[0]
@@ -559,7 +568,7 @@ def test_register_math_on_unknown_values_is_skipped_only_when_everything_it_call
     helpers = '''
 @cute.jit
 def rounds(x, y):
-    for _ in range(10):
+    for _ in range(100000):  # interpreted, this loop alone would be reported (MAX_UNROLL)
         x, y = mix(x, y)
     return x
 

@@ -210,8 +210,7 @@ CLUSTER_SIZE_NAMES = {"cluster_n", "cluster_m", "cluster_size", "num_ctas_in_clu
 
 
 def _cluster_extent(pins: dict) -> int:
-    pin = pins.get("cluster")
-    dims = pin if isinstance(pin, tuple) else (pin,) if isinstance(pin, int) else ()
+    dims = _cluster_pin_dims(pins)
     return _first_dim_product(dims) if dims else 1
 
 
@@ -230,9 +229,13 @@ def _cluster_shape(name: str, pins: dict):
     ones: the 1-CTA cluster the front end assumes when the launch's cluster does not fold, so that
     the layout algebra built on it (multicast CTA counts, arrival counts) folds consistently."""
     arity = CLUSTER_SHAPE_NAMES[name]
-    pin = pins.get("cluster")
-    dims = pin if isinstance(pin, tuple) else (pin,) if isinstance(pin, int) else ()
+    dims = _cluster_pin_dims(pins)
     return tuple(dims[:arity]) + (1,) * max(0, arity - len(dims))
+
+
+def _cluster_pin_dims(pins: dict) -> tuple:
+    pin = pins.get("cluster")
+    return pin if isinstance(pin, tuple) else (pin,) if isinstance(pin, int) else ()
 
 
 def _pin_matches(name: str, pins: dict, defaulted: Optional[set] = None):
@@ -502,6 +505,7 @@ def split_blocks(procs) -> None:
     A buffer that asynchronous copies, TMA or MMAs touch, or that has too many blocks, goes back
     to one region."""
     blocks: dict = {}  # (alloc, cta, stage) -> block numbers
+    flat: dict = {}  # (alloc, cta, stage) -> whether its blocks are element blocks
     other: set = set()  # buffers that non-plain ops touch
     for _, _, it in procs:
         for op in ir.walk(it.out):
@@ -509,6 +513,7 @@ def split_blocks(procs) -> None:
             if t is not None:
                 if t.block is not None:
                     blocks.setdefault((t.alloc, t.cta, t.stage), set()).add(t.block)
+                    flat[(t.alloc, t.cta, t.stage)] = t.flat  # element blocks, not per-warp slices
             else:
                 for attr in ("dst", "src", "target", "bar"):
                     t = getattr(op, attr, None)
@@ -531,11 +536,14 @@ def split_blocks(procs) -> None:
             if t.block is not None and (t.alloc, t.cta, t.stage) not in keep:
                 out.append(_retarget(op, t.at(block=None)))  # the whole buffer after all
             elif t.block is None and t.stage is None and any(k[0] == t.alloc and k[1] == t.cta for k in keep):
-                for k, bs in keep.items():  # an unstaged whole-buffer access: every stage's blocks
-                    if k[0] == t.alloc and k[1] == t.cta:
-                        out += [_retarget(op, t.at(block=b, stage=k[2])) for b in bs]
+                mine = [k for k in keep if k[0] == t.alloc and k[1] == t.cta]
+                if any(k[2] is not None for k in mine):
+                    out.append(op)  # a whole staged buffer: also its stages that have no blocks
+                for k in mine:  # and every block of every stage that has them
+                    out += [_retarget(op, t.at(block=b, stage=k[2], flat=flat[k])) for b in keep[k]]
             elif t.block is None and (t.alloc, t.cta, t.stage) in keep:
-                out += [_retarget(op, t.at(block=b)) for b in keep[(t.alloc, t.cta, t.stage)]]
+                k = (t.alloc, t.cta, t.stage)
+                out += [_retarget(op, t.at(block=b, flat=flat[k])) for b in keep[k]]
             else:
                 out.append(op)
         return out

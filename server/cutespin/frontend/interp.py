@@ -76,17 +76,24 @@ ELEMENT_BLOCK_REST = -1  # the elements of a flat buffer that no per-lane access
 MAX_ELEMENT_BLOCKS = 16  # more distinct blocks than this: the buffer stays one region
 
 
-def _element_blocks(idx, mask: int) -> Optional[list]:
-    """The 32-element blocks a 1-D index touches in the active lanes, or None when unknown."""
+def _element_blocks(idx, mask: int, offset: int = 0) -> Optional[list]:
+    """The 32-element blocks a 1-D index touches in the active lanes (after a pointer offset of
+    `offset` elements), or None when unknown."""
     if isinstance(idx, tuple) and len(idx) == 1:
         idx = idx[0]
-    if _is_int(idx) and not isinstance(idx, bool) and idx >= 0:
-        return [int(idx) // ELEMENT_BLOCK]
-    if isinstance(idx, LaneVal):
-        vals = [idx.vals[lane] for lane in range(32) if mask >> lane & 1]
-        if vals and all(_is_int(v) and not isinstance(v, bool) and v >= 0 for v in vals):
-            return sorted({int(v) // ELEMENT_BLOCK for v in vals})
+    vals = [idx] if not isinstance(idx, LaneVal) else [idx.vals[lane] for lane in range(32) if mask >> lane & 1]
+    if vals and all(_is_int(v) and not isinstance(v, bool) for v in vals):
+        elems = [offset + int(v) for v in vals]
+        if all(e >= 0 for e in elems):
+            return sorted({e // ELEMENT_BLOCK for e in elems})
     return None
+
+
+def _as_view(v):
+    """A view of a buffer (`make_tensor(buf.iterator, layout)`, `local_tile`, ...): same buffer,
+    but an index into it is no longer the element offset (element blocks need the allocation's
+    own rank-1 layout)."""
+    return v.at(flat=False) if isinstance(v, Smem) and v.flat else v
 
 
 def _coord_view(buf: Smem, coord: tuple) -> Smem:
@@ -98,7 +105,7 @@ def _coord_view(buf: Smem, coord: tuple) -> Smem:
     if buf.inner_stages and buf.stages is None and len(coord) >= 2 and _is_int(coord[-2]):
         return buf.at(stages=buf.inner_stages, inner_stages=None, stage=int(coord[-2]),
                       block=int(coord[-1]) if _is_int(coord[-1]) else None)
-    return buf
+    return buf.at(flat=False)  # somewhere in the buffer
 
 
 def _has_open_mode(idx) -> bool:
@@ -403,6 +410,12 @@ class KernelInterp:
 
     def code(self, node) -> str:
         return " ".join(self.info.code(node).split())
+
+    def site_key(self, node) -> str:
+        """This expression's place in the source and the chain of helper calls that led to it:
+        the identity of a compile-time value or of a scheduler call (P14)."""
+        s = self.span(node)
+        return f"{s.path}:{s.line}:{s.column}<" + "<".join(map(str, self.call_sites))
 
     # ---------------------------------------------------------------- statements
     def run_body(self, fn: cst.FunctionDef):
@@ -1166,8 +1179,10 @@ class KernelInterp:
             return Gmem(a.name, op(a.offset, b), a.is_ptr)
         if isinstance(a, Smem) and isinstance(b, Unknown) and isinstance(b.coord, tuple) and op is operator.add:
             return _coord_view(a, b.coord)
-        if isinstance(a, Smem) and isinstance(b, (LaneVal, Unknown)) or isinstance(a, Gmem) and isinstance(b, (LaneVal, Unknown)):
-            return a  # a per-lane or runtime offset inside the same buffer
+        if isinstance(a, Smem) and isinstance(b, (LaneVal, Unknown)):
+            return a.at(flat=False)  # a per-lane or runtime offset inside the buffer: elements unknown
+        if isinstance(a, Gmem) and isinstance(b, (LaneVal, Unknown)):
+            return a
         if isinstance(a, LaneVal) or isinstance(b, LaneVal):
             av = a.vals if isinstance(a, LaneVal) else (a,) * 32
             bv = b.vals if isinstance(b, LaneVal) else (b,) * 32
@@ -1396,7 +1411,7 @@ class KernelInterp:
         if _view_name(name):
             for v in args:
                 if isinstance(v, (Smem, Gmem, Rmem)):
-                    return self.thread_partition(v, node) if name == "cute.local_partition" else v
+                    return self.thread_partition(v, node) if name == "cute.local_partition" else _as_view(v)
         if name.startswith("cute.") or name.startswith(PURE_PREFIXES) or name in BUILTIN_PURE:
             result = _builtin(name, args)
             if isinstance(result, Unknown) and name in UNIFORM_PURE and not kwargs:
@@ -1495,7 +1510,7 @@ class KernelInterp:
             # fragment, which the stores into it must not turn into writes of the SMEM buffer.
             for v in args:
                 if isinstance(v, (Smem, Gmem, Rmem)):
-                    return self.thread_partition(v, node) if meth.startswith("partition") else v
+                    return self.thread_partition(v, node) if meth.startswith("partition") else _as_view(v)
         if isinstance(base, Unknown) and meth in PIPELINE_METHODS and any(
                 isinstance(v, (P.PipeState, P.Handle)) for v in list(args) + list(kwargs.values())):
             # A pipeline we could not build (e.g. a package subclass's `create` we cannot follow).
@@ -1509,8 +1524,7 @@ class KernelInterp:
             # The tile a CTA works on is the same for all its threads; the n-th call at one site
             # returns the same tile in every warp (static schedulers step through the grid, CLC
             # responses are broadcast), and a new one at every call.
-            s = self.span(node)
-            site = f"{s.path}:{s.line}:{s.column}<" + "<".join(map(str, self.call_sites))
+            site = self.site_key(node)
             n = self.work_calls[site] = self.work_calls.get(site, 0) + 1
             return Unknown(f"result of .{meth}()", key=_leaf("work_tile", f"{site}#{n}"))
         return Unknown(f"result of .{meth}()")
@@ -1627,8 +1641,8 @@ class KernelInterp:
             raise Unsupported("break/continue outside a loop")
         finally:
             self.depth -= 1
-            site = f"{self.span(node).path}:{self.span(node).line}<" + "<".join(map(str, self.call_sites))
             self.call_sites.pop()
+            site = self.site_key(node)
             self.env = saved_env
             self.owner, self.outer_name = saved_owner, saved_outer
         if fn.qualname.rsplit(".", 1)[-1] in WORK_TILE_METHODS:
@@ -1727,7 +1741,7 @@ class KernelInterp:
             if stage is not None and isinstance(base, Smem):
                 base = base.at(stage=stage)
             if stage is None and isinstance(base, Smem) and base.flat and base.part is None and not base.tmem:
-                blocks = _element_blocks(idx, self.mask)
+                blocks = _element_blocks(idx, self.mask, base.offset)
                 if blocks is not None:
                     # `sRed[tidx + off]`: each lane's element is known, so the access touches
                     # only the 32-element blocks those elements lie in.
@@ -2818,7 +2832,13 @@ def h_make_tensor(it, args, kwargs, node):
     ptr = args[0] if args else None
     if isinstance(ptr, Smem):
         layout = args[1] if len(args) > 1 else None
-        return it.with_layout(ptr, layout, None) if isinstance(layout, Layout) else ptr
+        view = it.with_layout(ptr, layout, None) if isinstance(layout, Layout) else ptr
+        # An index into the new tensor is an element offset from the pointer only for a compact
+        # rank-1 layout (element blocks, `_element_blocks`).
+        rank1 = (isinstance(layout, Layout) and layout.compact and not isinstance(layout.shape, tuple)
+                 or isinstance(layout, Layout) and layout.compact and len(layout.shape) == 1
+                 or isinstance(layout, Unknown) and layout.dims is not None and len(layout.dims) == 1)
+        return view.at(flat=ptr.flat and rank1)
     if isinstance(ptr, Gmem):
         return Gmem(ptr.name, ptr.offset)
     return Unknown("tensor")
@@ -2872,9 +2892,7 @@ def h_const_expr(it, args, kwargs, node):
         return Unknown("const_expr")
     v = args[0]
     if isinstance(v, Unknown) and v.key is None:
-        s = it.span(node)
-        site = f"{s.path}:{s.line}:{s.column}<" + "<".join(map(str, it.call_sites))
-        return Unknown(v.why, key=_leaf("const_expr", site))
+        return Unknown(v.why, key=_leaf("const_expr", it.site_key(node)))
     return v
 
 
