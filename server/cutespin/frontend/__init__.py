@@ -390,6 +390,14 @@ def _assume_default_stages(self_obj, params, assumptions):
     return DEFAULT_STAGES
 
 
+def _stage_counts(self_obj, params) -> set:
+    """The ring lengths a kernel names: integer stage-count attributes and parameters (after
+    unfoldable ones took the default)."""
+    items = list(self_obj.attrs.items()) if self_obj is not None else []
+    items += list(params.items())
+    return {v for k, v in items if _is_stage_count_name(k) and I._is_int(v) and 0 < v <= I.MAX_UNROLL}
+
+
 def _first_dim_product(v):
     if isinstance(v, int):
         return v
@@ -937,10 +945,47 @@ def _trip_configs(discovered: dict, bound: int, max_configs: int) -> list:
     return [ir.TripConfig({s: t for s in syms}) for t in values]
 
 
+BLOCK_SEARCH_WARPS = 32  # the most warps a CTA has (1024 threads)
+BLOCK_SEARCH_QUIET = 8  # warps in a row that reach no new branch side before the search stops
+
+
+def _warps_reaching_every_branch(info: ModuleInfo, site: KernelSite, env: KernelEnv, methods: dict,
+                                 settings: Settings) -> int:
+    """A block size that does not fold is chosen from the kernel's own dispatch: interpret warp
+    0, 1, 2, ... of a full-size CTA and keep the fewest whole warp groups (4 warps) after which
+    no warp reaches a branch side (`if warp_idx == 4:`, the `else` of `if is_dma_warp_group:`)
+    that an earlier warp did not. A fixed guess instead drops roles (a 128-thread guess for a
+    producer warp group plus two consumer warp groups has no consumers: a false deadlock). The
+    search stops after BLOCK_SEARCH_QUIET warps in a row add nothing; it uses a scratch registry,
+    so its warps leave no assumptions or unmodeled items behind."""
+    scratch = I.Registry(env.stages, _stage_counts(env.self_obj, env.params))
+    seen: set = set()
+    needed, quiet = 1, 0
+    threads = 32 * BLOCK_SEARCH_WARPS
+    bound = env.loop_bound or DEFAULT_LOOP_BOUND
+    for w in range(BLOCK_SEARCH_WARPS):
+        ctx = I.WarpContext(0, w, 1, 1, threads, {}, bound, {})
+        self_copy = SelfObj(dict(env.self_obj.attrs)) if env.self_obj is not None else None
+        it = I.KernelInterp(info, ctx, self_copy, methods, dict(env.params), scratch)
+        try:
+            it.run_body(site.node)
+        except (I.Unsupported, RecursionError):
+            pass  # the real run reports it; the sides reached so far still count
+        new = it.branch_sides - seen
+        if new:
+            seen |= new
+            needed, quiet = w + 1, 0
+        else:
+            quiet += 1
+            if quiet >= BLOCK_SEARCH_QUIET and w % 4 == 3:
+                break
+    return -(-needed // 4) * 4
+
+
 def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settings) -> ir.KernelModel:
     env = kernel_env(info, site, settings)
     methods = class_methods(site.cls)
-    registry = I.Registry(env.stages)
+    registry = I.Registry(env.stages, _stage_counts(env.self_obj, env.params))
     registry.assume("memory-model policies: " + ("strict" if settings.strict else "default (CUTLASS-compatible)"))
     for a in env.assumptions:
         registry.assume(a)
@@ -950,8 +995,9 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         registry.add_unmodeled(ir.Unmodeled(def_span.line, "block size", f"{threads} threads per CTA"))
         threads = 32
     if threads is None:
-        threads = 128
-        registry.assume("block size not foldable: assumed 128 threads (pin it with `# cutespin: block=N`)")
+        threads = 32 * _warps_reaching_every_branch(info, site, env, methods, settings)
+        registry.assume(f"block size not foldable: taken to be {threads} threads, the fewest whole warp groups "
+                        f"whose warps reach every warp-dependent branch (pin it with `# cutespin: block=N`)")
     warps = max(1, (threads + 31) // 32)
     if warps > 32:
         registry.add_unmodeled(ir.Unmodeled(def_span.line, "block size", f"{threads} threads per CTA"))

@@ -383,6 +383,8 @@ class KernelInterp:
         self.call_sites: list = []  # lines of the helper calls being interpreted (innermost last)
         self.const_stack: set = set()  # sibling-module constants being evaluated
         self.work_calls: dict = {}  # tile-scheduler call site -> calls so far (WORK_TILE_METHODS)
+        self.tiles_executed: dict = {}  # library tile scheduler (its expression) -> advances so far
+        self.branch_sides: set = set()  # (site, side) of folded branches this warp ran (block-size search)
         self.helper_memo: dict = {}  # register-only helper calls that emitted nothing -> result
         self.helper_active: set = set()  # register-only helper calls being interpreted
         self.helper_cuts = 0  # recursive / too deep register-only calls cut short
@@ -591,12 +593,18 @@ class KernelInterp:
             if cond:
                 if self.role_hint is None and self._mentions_role(node):
                     self.role_hint = self.code(node.test)
+                self.branch_sides.add((self.site_key(node), True))
                 self.exec_block(then_body)
             elif else_body is not None:
+                self.branch_sides.add((self.site_key(node), False))
                 self.exec_block(else_body)
             return
         if isinstance(cond, LaneVal):
             tmask = sum(1 << i for i, v in enumerate(cond.vals) if v)
+            if tmask & self.mask:
+                self.branch_sides.add((self.site_key(node), True))
+            if ~tmask & self.mask and else_body is not None:
+                self.branch_sides.add((self.site_key(node), False))
             saved = self.mask
             env0 = _fresh_env(self.env)
             self.mask = saved & tmask
@@ -909,7 +917,13 @@ class KernelInterp:
     def eval_Name(self, node):
         name = node.value
         if name in self.env:
-            return self.env[name]
+            value = self.env[name]
+            if isinstance(value, Unknown) and name in self.ctx.trips:
+                # A runtime value that bounds a loop somewhere (`for k in range(k_tile_cnt)`) has
+                # that loop's trip count in this configuration everywhere it is read, so
+                # `min(1, k_tile_cnt)` and `range(prologue, k_tile_cnt)` agree with the loop.
+                return self.ctx.trips[name]
+            return value
         if name == "self" and self.self_obj is not None:
             return self.self_obj
         if name in ("True", "False", "None"):
@@ -1018,6 +1032,10 @@ class KernelInterp:
                 else Unknown(f"attribute {attr}")
         if isinstance(base, P.Pipeline):
             return self.pipeline_attribute(base, attr)
+        if attr == "num_tiles_executed" and isinstance(base, Unknown):
+            # StaticPersistentTileScheduler: 0 after create, +1 per advance_to_next_work(); the
+            # persistent loop is unrolled, so the count is known in each iteration.
+            return self.tiles_executed.get(self.code(node.value), 0)
         if isinstance(base, P.MbarArray):
             return P.mbar_attribute(base, attr)
         if isinstance(base, Storage):
@@ -1500,6 +1518,12 @@ class KernelInterp:
             return c if c is not None else Unknown("coordinate in a strided layout")
         if meth == "advance_to_next_work" and args and isinstance(args[0], Smem):
             return P.clc_query(self, args[0], node)
+        if meth == "advance_to_next_work" and isinstance(base, Unknown) and isinstance(node, cst.Call) \
+                and isinstance(node.func, cst.Attribute):
+            # A library tile scheduler counts the tiles it has handed out (`num_tiles_executed`).
+            sched = self.code(node.func.value)
+            self.tiles_executed[sched] = self.tiles_executed.get(sched, 0) + 1
+            return None
         if isinstance(base, FuncRef):
             return Unknown("method of a function")
         if isinstance(base, CopyKind) and meth in ("get_slice", "get_thread_slice"):
@@ -1670,12 +1694,12 @@ class KernelInterp:
         bits = dtype.bits if isinstance(dtype, DType) else None
         if isinstance(layout, Layout) and bits:
             shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
-            stages = self.kernel_stages()
-            if len(shape) >= 3 and stages is not None and shape[-1] == stages:
+            counts = self.registry.stage_counts
+            if len(shape) >= 3 and shape[-1] in counts:
                 per = Layout(shape[:-1]).size() * bits // 8
-                return buf.at(stages=stages, nbytes=per)
-            if len(shape) >= 3 and stages is not None and shape[-2] == stages and shape[-1] != stages:
-                return buf.at(nbytes=layout.size() * bits // 8, inner_stages=stages)
+                return buf.at(stages=shape[-1], nbytes=per)
+            if len(shape) >= 3 and shape[-2] in counts and shape[-1] not in counts:
+                return buf.at(nbytes=layout.size() * bits // 8, inner_stages=shape[-2])
             return buf.at(nbytes=layout.size() * bits // 8, flat=len(shape) == 1 and layout.compact)
         shape = None
         if isinstance(layout, Layout):
@@ -1685,11 +1709,11 @@ class KernelInterp:
             if len(shape) == 1:
                 return buf.at(flat=True)  # `make_layout(self.num_threads)`: compact, rank 1
         if shape is not None:
-            stages = self.kernel_stages()
-            if len(shape) >= 3 and stages is not None and shape[-1] == stages:
-                return buf.at(stages=stages)
-            if len(shape) >= 3 and stages is not None and shape[-2] == stages and shape[-1] != stages:
-                return buf.at(inner_stages=stages)
+            counts = self.registry.stage_counts
+            if len(shape) >= 3 and _is_int(shape[-1]) and shape[-1] in counts:
+                return buf.at(stages=shape[-1])
+            if len(shape) >= 3 and _is_int(shape[-2]) and shape[-2] in counts and shape[-1] not in counts:
+                return buf.at(inner_stages=shape[-2])
         return buf
 
     def read_registers(self, v, node):
@@ -2069,8 +2093,11 @@ def _class_constant(cref: ClassRef, attr: str):
 class Registry:
     """State shared by all warps of one kernel: unmodeled items, assumptions, static findings."""
 
-    def __init__(self, stages):
+    def __init__(self, stages, stage_counts=()):
         self.stages = stages
+        # Every ring length the kernel names (`ab_stages = 3`, `epi_stages = 2`): a staged layout's
+        # last mode is one of them.
+        self.stage_counts: frozenset = frozenset(stage_counts) | ({stages} if _is_int(stages) else set())
         self.unmodeled: dict = {}
         self.assumptions: list = []
         self.statics: list = []
@@ -2825,6 +2852,18 @@ def h_size(it, args, kwargs, node):
         return Layout(x).size()
     if _is_int(x):
         return x
+    mode = kwargs.get("mode")
+    # A buffer whose layout did not fold (a kernel argument) has the kernel's ring length when the
+    # kernel names only one.
+    only = next(iter(it.registry.stage_counts)) if len(it.registry.stage_counts) == 1 else None
+    stages = (x.stages or only) if isinstance(x, Smem) else None
+    if isinstance(x, Smem) and _is_int(stages) and x.stage is None and not x.tmem \
+            and isinstance(mode, (list, tuple)) and len(mode) == 1 and _is_int(mode[0]) and mode[0] >= 3:
+        # `cute.size(tRS_sD, mode=[3])` of a staged partition ((CPY, M, N, STAGE), (MMA, M, K, STAGE)):
+        # a mode past the tile's three is the stage mode, the ring's length (`(i + j) % size`).
+        it.registry.assume(f"line {it.span(node).line}: mode {mode[0]} of shared-memory buffer "
+                           f"{x.label} is its stage mode ({stages} stages)")
+        return stages
     return Unknown("size of a runtime or layout-algebra value")
 
 

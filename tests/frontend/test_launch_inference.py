@@ -1,0 +1,138 @@
+"""What the front end infers when the host does not fold: the block size from the kernel's warp
+dispatch, loop-bound values shared with the loops they bound, and the ring a staged epilogue
+buffer rotates through (samples/hopper_persistent_gemm_ok.py is the kernel these patterns come
+from: the canonical warp-specialized persistent Hopper GEMM).
+"""
+from pathlib import Path
+
+import pytest
+
+from cutespin import api, ir
+from cutespin.config import Settings
+from cutespin.frontend import build_models
+from tests.kernels import kernel_source
+
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "hopper_persistent_gemm_ok.py"
+
+
+def _check(text: str):
+    result = api.check_source(text, str(SAMPLE), Settings().with_overrides(verify_fixes=False), with_fixes=False)
+    kr = result.kernels[0]
+    return kr.verdict, [(f.code, f.span.line) for f in kr.findings]
+
+
+def _variant(old: str, new: str) -> str:
+    text = SAMPLE.read_text()
+    assert text.count(old) == 1
+    return text.replace(old, new)
+
+
+def _line(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+# ---------------------------------------------------------------- block size from the dispatch
+
+
+def _warps(body: str, threads: str) -> tuple:
+    src = kernel_source(body, threads=threads, init="self.n = n_from_host()")
+    m = build_models(src, "k.py", Settings())[0]
+    return m.warps, [a for a in m.assumptions if a.startswith("block size")]
+
+
+def test_unfoldable_block_size_covers_a_role_past_the_first_warp_group():
+    warps, said = _warps("""\
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if warp_idx == 0:
+            cute.arch.sync_warp()
+        if warp_idx == 5:
+            cute.arch.sync_warp()
+        """, "self.n")
+    assert warps == 8
+    assert said and "256 threads" in said[0] and "# cutespin: block=N" in said[0]
+
+
+def test_unfoldable_block_size_covers_an_else_role():
+    warps, _ = _warps("""\
+        warp_group = cute.arch.make_warp_uniform(cute.arch.warp_idx() // 4)
+        if warp_group < 1:
+            cute.arch.sync_warp()
+        else:
+            cute.arch.sync_warp()
+        """, "self.n")
+    assert warps == 8
+
+
+def test_unfoldable_block_size_without_dispatch_is_one_warp_group():
+    warps, said = _warps("cute.arch.sync_threads()\n", "self.n")
+    assert warps == 4 and "128 threads" in said[0]
+
+
+def test_a_role_that_only_more_warps_would_skip_does_not_grow_the_block():
+    # `if warp_idx == 0` has no else: warps 1.. reach nothing new, so the block stays one group.
+    warps, _ = _warps("""\
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if warp_idx == 0:
+            cute.arch.sync_warp()
+        """, "self.n")
+    assert warps == 4
+
+
+def test_a_folded_block_size_is_not_searched():
+    warps, said = _warps("""\
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if warp_idx == 5:
+            cute.arch.sync_warp()
+        """, "64")
+    assert warps == 2 and said == []
+
+
+def test_persistent_gemm_gets_its_mma_warp_group():
+    m = build_models(SAMPLE.read_text(), str(SAMPLE), Settings())[0]
+    assert m.warps == 8
+    roles = {p.warp for p in m.processes}
+    assert {0, 4, 5, 6, 7} <= roles
+
+
+# ---------------------------------------------------------------- loop bounds as values
+
+
+@pytest.mark.usefixtures("require_spin")
+def test_persistent_gemm_is_verified():
+    assert _check(SAMPLE.read_text()) == ("verified", [])
+
+
+@pytest.mark.usefixtures("require_spin")
+def test_a_consumer_that_reads_one_k_tile_too_many_deadlocks():
+    # The main loop restarting at 0 after the prologue reads k_tile_cnt + 1 stages per tile.
+    text = _variant("for k in cutlass.range(prologue_mma_cnt, k_tile_cnt):",
+                    "for k in cutlass.range(k_tile_cnt):")
+    verdict, findings = _check(text)
+    assert verdict == "counterexample"
+    assert findings and findings[0][0] == "CS101"
+
+
+def test_min_of_a_loop_bound_folds_in_each_configuration():
+    # `prologue_mma_cnt = min(1, k_tile_cnt)` is 1 in every configuration and the main loop
+    # `range(prologue_mma_cnt, k_tile_cnt)` runs k_tile_cnt - 1 trips: an MMA warp waits on the
+    # pipeline k_tile_cnt times per tile (t tiles of t k-tiles in the configuration where every
+    # runtime bound takes t trips). Reading the bound as a separate unknown gave 2t per tile.
+    m = build_models(SAMPLE.read_text(), str(SAMPLE), Settings())[0]
+    mma = next(p for p in m.processes if p.warp == 4)
+    for config, ops in zip(m.configs, mma.variants):
+        t = config.trips["k_tile_cnt"]
+        assert config.trips["tile.is_valid_tile"] == t
+        assert sum(isinstance(op, ir.MbWait) for op in ir.walk(ops)) == t * t
+
+
+# ---------------------------------------------------------------- epilogue ring
+
+
+@pytest.mark.usefixtures("require_spin")
+def test_an_epilogue_buffer_that_does_not_rotate_across_tiles_is_a_race():
+    # Without the tiles already done, every tile's first sub-tile reuses buffer 0 while the last
+    # TMA store of the previous tile may still read it (producer_acquire keeps one in flight).
+    text = _variant("done_before = sched.num_tiles_executed * epi_tiles", "done_before = 0")
+    verdict, findings = _check(text)
+    assert verdict == "counterexample"
+    assert ("CS201", _line(text, "cute.copy(r2s, tRS_rC")) in findings
