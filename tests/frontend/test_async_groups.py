@@ -112,3 +112,59 @@ def test_per_thread_partitions_are_a_stated_assumption():
     sample = Path(__file__).resolve().parents[2] / "samples" / "cp_async_own_partition_ok.py"
     k = build_models(sample.read_text(), str(sample), Settings())[0]
     assert any("per-thread partitions" in a for a in k.assumptions), k.assumptions
+
+
+def test_a_branch_that_retired_its_oldest_group_lines_up_with_the_newest_groups():
+    # One side waits for the oldest group, the other does not: both sides' pending groups end
+    # in the stage-1 group, so the later wait(0) retires both copies (dist-moe's pipelined
+    # load). Before, the groups were lined up oldest first and stage 1 stayed in flight.
+    _, ops = _ops("""
+cute.copy(thr, tAgA, tAsA[None, None, 0])
+cute.arch.cp_async_commit_group()
+cute.copy(thr, tAgA, tAsA[None, None, 1])
+cute.arch.cp_async_commit_group()
+if flag > 0:
+    cute.arch.cp_async_wait_group(1)
+cute.arch.cp_async_wait_group(0)
+""")
+    copies = [op for op in ops if isinstance(op, ir.CpAsyncCopy)]
+    waits = [op for op in ops if isinstance(op, ir.CpAsyncWait)]
+    assert waits[0].done_copies == [copies[0]]
+    assert waits[-1].done_copies == copies
+
+
+def test_a_group_only_one_side_committed_keeps_the_older_group_pending():
+    # Only the `if` side commits a second group: on the other side the stage-0 group is still
+    # the newest, and wait(1) must not retire it.
+    _, ops = _ops("""
+cute.copy(thr, tAgA, tAsA[None, None, 0])
+cute.arch.cp_async_commit_group()
+if flag > 0:
+    cute.copy(thr, tAgA, tAsA[None, None, 1])
+    cute.arch.cp_async_commit_group()
+cute.arch.cp_async_wait_group(1)
+cute.arch.cp_async_wait_group(0)
+""")
+    copies = [op for op in ops if isinstance(op, ir.CpAsyncCopy)]
+    waits = [op for op in ops if isinstance(op, ir.CpAsyncWait)]
+    assert waits[0].done_copies == []
+    assert sorted(map(id, waits[1].done_copies)) == sorted(map(id, copies))
+
+
+def test_compile_time_conditions_on_a_loop_bound_follow_the_trip_count():
+    # `self.n` bounds a runtime loop; `const_expr(self.n > 1)` before the loop takes the value
+    # the trip-count configuration gives it instead of an independent choice.
+    k, _ = _ops("""
+if cutlass.const_expr(self.n > 1):
+    cute.copy(thr, tAgA, tAsA[None, None, 1])
+    cute.arch.cp_async_commit_group()
+for i in cutlass.range_constexpr(self.n):
+    cute.arch.cp_async_wait_group(0)
+    cute.arch.sync_threads()
+""")
+    variants = k.processes[0].variants
+    assert len(variants) > 1
+    for trips, v in enumerate(variants, start=1):
+        ops = list(ir.walk(v))
+        assert not any(isinstance(op, ir.Choice) for op in ops)
+        assert sum(isinstance(op, ir.CpAsyncCopy) for op in ops) == (1 if trips > 1 else 0)

@@ -887,8 +887,8 @@ def _retire_groups(ops, rule: GroupRule, open_items: list, groups: list):
     """Tell each wait which issued operations it retires: those of all but the newest n committed
     groups, in op order, leaving out a buffer another operation still in flight touches (it is not
     over yet). Returns (open items, groups) after the ops: after a runtime branch, an operation any
-    alternative may have issued counts as in flight, and the groups the alternatives committed are
-    merged oldest first (fewer groups retire: never more than ran)."""
+    alternative may have issued counts as in flight, and the alternatives' pending groups are
+    merged newest first (a wait never retires more than it would on the path taken)."""
     for op in ops:
         if rule.issues(op):
             open_items.append(op)
@@ -908,12 +908,14 @@ def _retire_groups(ops, rule: GroupRule, open_items: list, groups: list):
             results = [_retire_groups(alt, rule, list(open_items), [list(g) for g in groups])
                        for alt in op.alternatives]
             open_items[:] = _union([o for o, _ in results])
-            shortest = min(len(g) for _, g in results)
-            merged = [_union([g[i] for _, g in results]) for i in range(shortest)]
-            extra = _union([[x for _, g in results for grp in g[shortest:] for x in grp]])
-            if extra:
-                # A branch committed more groups than another: their operations stay in flight.
-                open_items[:] = _union([extra, open_items])
+            # Pending groups line up from the newest: a later wait(n) keeps the newest n groups of
+            # every alternative pending. An alternative with fewer groups (it committed fewer, or
+            # its own wait retired its oldest) simply has nothing at the older positions; an
+            # operation pending in a newer group of any alternative is never retired with an
+            # older one (the in-flight test above).
+            longest = max(len(g) for _, g in results)
+            merged = [_union([g[len(g) - longest + i] for _, g in results if len(g) - longest + i >= 0])
+                      for i in range(longest)]
             groups[:] = merged
     return open_items, groups
 

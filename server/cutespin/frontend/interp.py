@@ -373,6 +373,7 @@ class KernelInterp:
         self.mask = FULL_MASK
         self.out: list = []
         self.registry = registry
+        self.in_const_expr = 0  # depth of `const_expr(...)` arguments being evaluated
         self.elected_lanes: set = set()
         self.role_hint: Optional[str] = None
         self.pending_fence_scope: Optional[str] = None  # fence.acq_rel before a relaxed atomic
@@ -735,6 +736,11 @@ class KernelInterp:
         if isinstance(bound_node, cst.Name):
             # Later comparisons against the bound see its value in this configuration.
             self.env[bound_node.value] = first + trips * st
+        if isinstance(stop, Unknown) and stop.key is not None and _is_int(start):
+            try:
+                self.registry.bound_terms.setdefault(stop.key, (text, first, st))
+            except TypeError:
+                pass
         if not _is_int(start):
             self.registry.assume(f"loop at line {self.span(node).line} starts at 0")
         return [first + i * st for i in range(trips)]
@@ -891,7 +897,28 @@ class KernelInterp:
         m = getattr(self, "eval_" + type(node).__name__, None)
         if m is None:
             return Unknown(f"{type(node).__name__} expression")
-        return m(node)
+        v = m(node)
+        if self.in_const_expr and isinstance(v, Unknown) and v.key is not None:
+            v = self.bound_value(v)
+        return v
+
+    def bound_value(self, v: Unknown):
+        """A uniform value that some loop takes as its runtime bound: in a trip-count configuration
+        it is `first + trips * step` (P9: the configuration fixes the bound's value), so that a
+        compile-time condition on it (`if const_expr(TOPK > 1)`), also one evaluated before the
+        loop, agrees with the loop's trip count. Only inside a `const_expr(<condition>)`: elsewhere
+        (`TOPK = const_expr(self.TOPK)`, `tidx < TOPK`) a comparison with the lane index would
+        split the lanes differently in every configuration."""
+        try:
+            found = self.registry.bound_terms.get(v.key)
+        except TypeError:  # an unhashable term
+            return v
+        if found is None:
+            return v
+        text, first, st = found
+        if text not in self.ctx.trips:
+            return v
+        return first + self.ctx.trips[text] * st
 
     def eval_Integer(self, node):
         try:
@@ -1304,6 +1331,19 @@ class KernelInterp:
 
     # ---------------------------------------------------------------- calls
     def eval_Call(self, node: cst.Call):
+        func = node.func
+        if (self.registry.bound_terms and len(node.args) == 1
+                and isinstance(node.args[0].value, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation))
+                and self.callee_name(func).rsplit(".", 1)[-1] == "const_expr"):
+            # Compile-time conditions see a loop bound's value in this configuration (P9).
+            self.in_const_expr += 1
+            try:
+                return self._eval_call(node)
+            finally:
+                self.in_const_expr -= 1
+        return self._eval_call(node)
+
+    def _eval_call(self, node: cst.Call):
         func = node.func
         args, kwargs = [], {}
         for a in node.args:
@@ -2108,6 +2148,10 @@ class Registry:
         self.input_loads: set = set()  # GMEM tensors whose loads got uniform terms (input_load_term)
         self.written_gmem: set = set()  # GMEM tensors the kernel writes: their loads get no term
         self.atomic_gmem: set = set()  # GMEM tensors that relaxed data atomics update
+        # Uniform terms of runtime loop bounds (`range(TOPK)` with `TOPK` a host attribute): term ->
+        # (bound text, first index, step). In a trip-count configuration the term *is* the
+        # bound's value, also where it is used before or outside the loop (`if TOPK > 1:`).
+        self.bound_terms: dict = {}
 
     def shared_condition(self, cta: int, key, line: int) -> int:
         """The number of a CTA-uniform condition value, the same for every warp and site that

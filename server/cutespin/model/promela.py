@@ -246,6 +246,13 @@ class Lowering:
                         keys = self.parts.setdefault(op.region.index, [])
                         if op.part not in keys:
                             keys.append(op.part)
+        # Visibility per partition record: `c<g>_<r>p<j>` holds the agents whose latest access to
+        # `r` *through partition j* is ordered before the holder (the region-wide `c<g>_<r>` covers
+        # their latest access anywhere). A later access through another record must not make an
+        # earlier, already ordered access through partition j look unordered again.
+        self.vis_keys: list = sorted(self.tracked_ids)
+        for r in sorted(self.parts):
+            self.vis_keys += [self.part_key(r, j) for j in range(len(self.parts[r]))]
         # Holders of visibility bits, per tracked region.
         self.named = sorted({(p.cta, op.barrier_id) for p in k.processes for v in p.variants for op in ir.walk(v)
                              if isinstance(op, ir.NamedBarrier)})
@@ -323,7 +330,7 @@ class Lowering:
         groups = self.lane_groups(pi, mask)
         all_groups = [self.group_of[(pi, ci)] for ci in range(len(p.lane_classes))]
         read_mask = self._read_mask()
-        for r in self.tracked_ids:
+        for r in self.vis_keys:
             for g in groups:
                 out.append(f"{dest_prefix}_{r} = {dest_prefix}_{r} | {self.cov(g, r)}")
             if reads_from_whole_warp:
@@ -334,7 +341,7 @@ class Lowering:
 
     def acquire_from(self, src_prefix: str, pi: int, mask: int) -> list:
         out = []
-        for r in self.tracked_ids:
+        for r in self.vis_keys:
             for g in self.lane_groups(pi, mask):
                 out.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {src_prefix}_{r}")
         return out
@@ -369,17 +376,43 @@ class Lowering:
             out.append(f"{var} = {var} | {bits}")
         return out
 
-    def conflicts(self, r: int, part: Optional[str], pi: int) -> str:
-        """The access bits an access through `part` by process `pi` may conflict with: all of them,
-        except those of other warps through the same per-thread partition (other elements). The
-        warp's own cp.async copies through that partition wrote the very elements it touches."""
-        if r not in self.parts or part not in self.parts[r]:
-            return f"a_{r}"
-        j = self.parts[r].index(part)
-        terms = [f"an_{r}"] + [f"ap{i}_{r}" for i in range(len(self.parts[r])) if i != j]
+    @staticmethod
+    def part_key(r: int, j: int) -> str:
+        return f"{r}p{j}"
+
+    def part_index(self, r: int, part: Optional[str]) -> Optional[int]:
+        return self.parts[r].index(part) if r in self.parts and part in self.parts[r] else None
+
+    def touch_part(self, r: int, part: Optional[str], bit: int, g: Optional[Group] = None) -> list:
+        """After an access to `r` through partition `part` by the agent owning `bit`: that access is
+        now the agent's latest through the partition, seen by nobody yet but the accessing lanes."""
+        j = self.part_index(r, part)
+        if j is None:
+            return []
+        key = self.part_key(r, j)
+        keep = self.cov(g, key) if g is not None else None
+        out = self.clear_bit(key, bit, keep=keep)
+        if keep is not None:
+            out.append(f"{keep} = {keep} | {bit}")
+        return out
+
+    def unseen(self, r: int, part: Optional[str], pi: int, g: Group, mask: int) -> str:
+        """The accesses (bits of `mask`) that an access to `r` through `part` by lane class `g` of
+        process `pi` may conflict with and that are not ordered before `g`: all of them, except
+        those of other warps through the same per-thread partition (other elements). The warp's
+        own cp.async copies through that partition wrote the very elements it touches. Each
+        partition record is checked against the visibility of the accesses made through it."""
+        own = self.own_bits(pi)
+        if r not in self.parts:
+            return f"(a_{r} & {mask} & ~{own} & ~{self.cov(g, r)})"
+        j = self.part_index(r, part)
+        terms = [f"(an_{r} & {mask} & ~{own} & ~{self.cov(g, r)})"]
+        for i in range(len(self.parts[r])):
+            if i != j:
+                terms.append(f"(ap{i}_{r} & {mask} & ~{own} & ~{self.cov(g, self.part_key(r, i))})")
         cg = self.cp_group.get(pi)
-        if cg is not None and cg.bit is not None:
-            terms.append(f"(ap{j}_{r} & {self.W(cg)})")
+        if j is not None and cg is not None and cg.bit is not None and mask & self.W(cg):
+            terms.append(f"(ap{j}_{r} & {self.W(cg)} & ~{self.cov(g, self.part_key(r, j))})")
         return "(" + " | ".join(terms) + ")"
 
     def async_reads_seen(self, r: int, pi: int, g: Group) -> list:
@@ -394,7 +427,7 @@ class Lowering:
     def complete_phase(self, b: int) -> str:
         e = self.expected.get(b, 1)
         moves = []
-        for r in self.tracked_ids:
+        for r in self.vis_keys:
             moves += [f"bd{b}_{r} = br{b}_{r}", f"br{b}_{r} = 0"]
         body = "; ".join([f"mb_ph[{b}] = (mb_ph[{b}] + 1) % 4", f"mb_p[{b}] = {e}", f"mb_t[{b}] = 0"] + moves)
         return f"if :: (mb_p[{b}] == 0 && mb_t[{b}] == 0) -> {body} :: else -> skip fi"
@@ -537,14 +570,13 @@ class Lowering:
             stmts = []
             if r in self.tracked_ids:
                 cg = self.cp_group[pi]
-                own = self.own_bits(pi)
-                seen = self.conflicts(r, op.part, pi)
                 for g in self.lane_groups(pi, op.lanes):
                     # The issuing lanes must have seen every read of the elements they overwrite.
                     stmts += self.async_reads_seen(r, pi, g)
-                    stmts.append(f"assert(({seen} & {self._read_mask()} & ~{own} & ~{self.cov(g, r)}) == 0)")
+                    stmts.append(f"assert({self.unseen(r, op.part, pi, g, self._read_mask())} == 0)")
                 stmts += self.record(r, self.W(cg), op.part)
                 stmts += self.clear_bit(r, self.W(cg))
+                stmts += self.touch_part(r, op.part, self.W(cg))
             self.emit(indent + (self.dstep(stmts) if stmts else "skip"),
                       info(f"issues a cp.async copy into {op.region.name}", "cp_async", None, r))
         elif isinstance(op, ir.CpAsyncCommit):
@@ -558,8 +590,12 @@ class Lowering:
                     continue
                 # cp.async.wait_group makes the copies visible to the issuing threads only; other
                 # threads need a barrier after it (which releases these covs).
+                j = self.part_index(r, c.part)
                 for g in self.lane_groups(pi, c.lanes & op.lanes or c.lanes):
                     stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.W(cg)}")
+                    if j is not None:
+                        key = self.cov(g, self.part_key(r, j))
+                        stmts.append(f"{key} = {key} | {self.W(cg)}")
             self.emit(indent + (self.dstep(sorted(set(stmts))) if stmts else "skip"),
                       info(f"waits until at most {op.pending} cp.async groups are pending", "cp_async_wait"))
         elif isinstance(op, ir.AsyncRead):
@@ -605,22 +641,22 @@ class Lowering:
             stmts = []
             if op.region.space == "smem" and op.region.cta != p.cta:
                 stmts.append(f"assert(dead[{op.region.cta}] == 0)")
-            own = self.own_bits(pi)
-            seen = self.conflicts(r, op.part, pi)
             for g in self.lane_groups(pi, op.lanes):
                 if op.write:
                     stmts += self.async_reads_seen(r, pi, g)
-                    stmts.append(f"assert(({seen} & {self._read_mask()} & ~{own} & ~{self.cov(g, r)}) == 0)")
+                    stmts.append(f"assert({self.unseen(r, op.part, pi, g, self._read_mask())} == 0)")
                     stmts += self.record(r, self.W(g), op.part)
                     stmts += self.clear_bit(r, self.W(g), keep=self.cov(g, r))
                     stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.W(g)}")
+                    stmts += self.touch_part(r, op.part, self.W(g), g)
                     if r in self.async_read_regions:
                         stmts.append(f"u_{r} = u_{r} | {self.W(g)}")
                 else:
-                    stmts.append(f"assert(({seen} & {self._write_mask()} & ~{own} & ~{self.cov(g, r)}) == 0)")
+                    stmts.append(f"assert({self.unseen(r, op.part, pi, g, self._write_mask())} == 0)")
                     stmts += self.record(r, self.R(g), op.part)
                     stmts += self.clear_bit(r, self.R(g), keep=self.cov(g, r))
                     stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.R(g)}")
+                    stmts += self.touch_part(r, op.part, self.R(g), g)
             if op.what == "dealloc":
                 self.emit(indent + self.dstep(stmts), info(f"deallocates {op.region.name}", "dealloc", region=r))
                 return
@@ -664,7 +700,7 @@ class Lowering:
             stmts = []
             gs = [self.group_of[(pi, ci)] for ci in range(len(p.lane_classes))]
             if len(gs) > 1:
-                for r in self.tracked_ids:
+                for r in self.vis_keys:
                     union = " | ".join(self.cov(g, r) for g in gs)
                     stmts.append(f"t_{r} = {union}")
                     stmts += [f"{self.cov(g, r)} = t_{r}" for g in gs]
@@ -791,14 +827,14 @@ class Lowering:
 
     def complete_named(self, i: int, total: str) -> str:
         moves = []
-        for r in self.tracked_ids:
+        for r in self.vis_keys:
             moves += [f"nd{i}_{r} = na{i}_{r}", f"na{i}_{r} = 0"]
         body = "; ".join([f"nn[{i}] = 0", f"ng[{i}] = 1 - ng[{i}]"] + moves)
         return f"if :: (nn[{i}] > 0 && nn[{i}] >= {total}) -> {body} :: else -> skip fi"
 
     def complete_cluster(self, c: int) -> str:
         moves = []
-        for r in self.tracked_ids:
+        for r in self.vis_keys:
             moves += [f"kd{c}_{r} = ka{c}_{r}", f"ka{c}_{r} = 0"]
         body = "; ".join([f"kn[{c}] = 0", f"kg[{c}] = 1 - kg[{c}]"] + moves)
         return f"if :: (kn[{c}] > 0 && kn[{c}] + kx[{c}] >= {self.warps_per_cluster[c]}) -> {body} :: else -> skip fi"
@@ -840,6 +876,8 @@ class Lowering:
                 names.append(f"ar_{r}")
             if r in self.parts:
                 names += [f"an_{r}"] + [f"ap{j}_{r}" for j in range(len(self.parts[r]))]
+                for j in range(len(self.parts[r])):
+                    names += self.holders(self.part_key(r, j))
             L("int " + ", ".join(names) + ";", None)
         L("byte cfg;", None)
         if self.k.shared_conditions:
@@ -850,7 +888,7 @@ class Lowering:
             proc_names[pname] = p.role
             L(f"proctype {pname}() {{", None)
             locals_ = ["byte sg = 0", "bit cg = 0"]
-            locals_ += [f"int t_{r}" for r in sorted(self.tracked_ids)]
+            locals_ += [f"int t_{r}" for r in self.vis_keys]
             L("  " + "; ".join(locals_) + ";", None)
             # The whole body is one atomic sequence: it loses atomicity only at a blocking wait, so
             # each warp runs from one wait to the next without interleaving (a Lipton reduction:
