@@ -610,3 +610,62 @@ x = cute.make_tensor(p, cute.make_layout(8)).load()
     m = model(src)
     names = {p.warp: [o.region.name for o in p.variants[0] if isinstance(o, ir.Access)] for p in m.processes}
     assert names == {w: [f"sX[stage 1][slice {w}] (CTA 0)"] for w in range(2)}
+
+
+# ---------------------------------------------------------------- comprehensions
+
+REDUCE_HELPER = """\
+@cute.jit
+def block_sum(val, sRed):
+    sRed[cute.arch.thread_idx()[0]] = val
+    cute.arch.sync_threads()
+    return sRed[0]
+"""
+
+
+def _with_helper(body: str) -> str:
+    return REDUCE_HELPER + "\n\n" + kernel_source(body, threads=64)
+
+
+def _syncs(m, warp):
+    return [op for op in ir.walk(ops(m, warp)) if isinstance(op, ir.NamedBarrier)]
+
+
+def test_a_generator_expression_runs_its_calls_once_per_element():
+    m = model(_with_helper("""\
+        smem = cutlass.utils.SmemAllocator()
+        sRed = smem.allocate_tensor(cutlass.Float32, cute.make_layout(64))
+        vals = (cutlass.Float32(1.0), cutlass.Float32(2.0))
+        sums = tuple(block_sum(v, sRed) for v in vals)
+        """))
+    assert len(_syncs(m, 0)) == 2 and len(_syncs(m, 1)) == 2
+    assert m.unmodeled == []
+
+
+def test_a_list_comprehension_with_a_folded_filter_runs_the_kept_elements():
+    m = model(_with_helper("""\
+        smem = cutlass.utils.SmemAllocator()
+        sRed = smem.allocate_tensor(cutlass.Float32, cute.make_layout(64))
+        sums = [block_sum(cutlass.Float32(i), sRed) for i in range(4) if i % 2 == 0]
+        """))
+    assert len(_syncs(m, 0)) == 2
+
+
+def test_a_synchronizing_comprehension_whose_filter_does_not_fold_is_unmodeled():
+    src = _with_helper("""\
+        smem = cutlass.utils.SmemAllocator()
+        sRed = smem.allocate_tensor(cutlass.Float32, cute.make_layout(64))
+        sums = [block_sum(mA[i], sRed) for i in range(2) if mA[i] > 0]
+        """)
+    m = model(src)
+    assert [(u.line, u.construct) for u in m.unmodeled] == [(line_of(src, "sums = ["), "comprehension")]
+
+
+def test_comprehension_variables_do_not_leak():
+    m = model(kernel_source("""\
+        i = 7
+        xs = [i * 2 for i in range(3)]
+        if i == 7 and xs == (0, 2, 4):
+            cute.arch.sync_threads()
+        """, threads=64))
+    assert len(_syncs(m, 0)) == 1

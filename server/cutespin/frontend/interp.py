@@ -751,7 +751,16 @@ class KernelInterp:
         return self.ctx.trips.get(text, self.ctx.trip_bound)
 
     def exec_for(self, stmt: cst.For):
-        it = stmt.iter
+        for v in self.iteration_values(stmt.iter, stmt):
+            if self.mask == 0:
+                break
+            self.assign(stmt.target, v, stmt)
+            if not self.loop_body(stmt.body):
+                break
+
+    def iteration_values(self, it, stmt) -> list:
+        """What `for x in it` binds, one value per trip (runtime bounds take this configuration's
+        trip count, P9)."""
         values = None
         if isinstance(it, cst.Call):
             name = self.callee_name(it.func)
@@ -774,12 +783,84 @@ class KernelInterp:
             else:
                 trips = self.trip(self.code(it), stmt)
                 values = [Unknown("element of a runtime sequence")] * trips
-        for v in values:
-            if self.mask == 0:
-                break
-            self.assign(stmt.target, v, stmt)
-            if not self.loop_body(stmt.body):
-                break
+        return values
+
+    # Comprehensions run like the loops they are: a `barrier()` in `tuple(f(x) for x in xs)` is
+    # as real as one in a `for` statement.
+    def eval_GeneratorExp(self, node):
+        return self.comprehension(node)
+
+    def eval_ListComp(self, node):
+        return self.comprehension(node)
+
+    def eval_SetComp(self, node):
+        return self.comprehension(node, keep=False)
+
+    def eval_DictComp(self, node):
+        return self.comprehension(node, keep=False)
+
+    def comprehension(self, node, keep: bool = True):
+        """The elements of a list/generator comprehension, evaluated in order with the loop
+        variables bound (and unbound again after). A filter that does not fold leaves the
+        sequence unknown; if the comprehension could synchronize that is unmodeled, never a
+        silent skip. Set and dict comprehensions are evaluated for their effects only."""
+        saved = dict(self.env)
+        out: list = []
+        try:
+            folded = self._comprehension_into(node, node.for_in, out)
+        except (_Break, _Continue, _Return):
+            folded = False
+        finally:
+            for name in set(self.env) - set(saved):
+                del self.env[name]
+            self.env.update({k: v for k, v in saved.items()})
+        if not folded:
+            if self._emits(node):
+                self.unmodeled(node, "comprehension", "a comprehension whose filter does not fold synchronizes")
+            return Unknown("comprehension")
+        return tuple(out) if keep else Unknown("set or dict comprehension")
+
+    def _emits(self, node) -> bool:
+        """Whether one element of a comprehension would emit an operation (its filters ignored)."""
+        saved_out, saved_env = self.out, dict(self.env)
+        self.out = []
+        try:
+            comp = node.for_in
+            while comp is not None:
+                values = self.iteration_values(comp.iter, node)
+                self.assign(comp.target, values[0] if values else Unknown("element"), node)
+                comp = comp.inner_for_in
+            if isinstance(node, cst.DictComp):
+                self.eval(node.key)
+                self.eval(node.value)
+            else:
+                self.eval(node.elt)
+            return bool(self.out)
+        except (_Break, _Continue, _Return):
+            return True
+        finally:
+            self.out = saved_out
+            self.env = saved_env
+
+    def _comprehension_into(self, node, comp, out: list) -> bool:
+        for v in self.iteration_values(comp.iter, node):
+            self.assign(comp.target, v, node)
+            for cond in comp.ifs:
+                c = self.eval_cond(cond.test)
+                if not isinstance(c, bool):
+                    return False
+                if not c:
+                    break
+            else:
+                if comp.inner_for_in is not None:
+                    if not self._comprehension_into(node, comp.inner_for_in, out):
+                        return False
+                elif isinstance(node, cst.DictComp):
+                    self.eval(node.key)
+                    self.eval(node.value)
+                else:
+                    out.append(self.eval(node.elt))
+        return True
 
     def loop_body(self, body) -> bool:
         """One iteration of an unrolled loop; False when it ran into `break`."""
@@ -3095,7 +3176,8 @@ CALLS: dict = {
 for _n in ("Int32", "Int64", "Uint32", "Uint64", "Int8", "Int16", "Uint8", "Uint16", "Boolean", "Float32",
            "Float16", "BFloat16", "Float64"):
     CALLS[_n] = h_numeric
-BUILTIN_PURE = {"len", "min", "max", "abs", "int", "bool", "tuple", "list", "float", "sum", "round", "print"}
+BUILTIN_PURE = {"len", "min", "max", "abs", "int", "bool", "tuple", "list", "float", "sum", "round", "print",
+                "zip", "enumerate", "reversed"}
 # Functions whose result depends only on their arguments (no thread identity, no memory, no
 # clock): uniform arguments give a uniform result.
 UNIFORM_PURE = {"min", "max", "abs", "int", "bool", "float", "round", "cute.ceil_div"}
@@ -3164,6 +3246,13 @@ def _builtin(name, args):
             return sum(args[0])
         if name in ("tuple", "list") and args and isinstance(args[0], (tuple, list)):
             return tuple(args[0])
+        # Over known sequences (`zip(sX, sY)` of buffer tuples) these only regroup the elements.
+        if name == "zip" and args and all(isinstance(a, (tuple, list)) for a in args):
+            return tuple(zip(*args))
+        if name == "enumerate" and len(args) == 1 and isinstance(args[0], (tuple, list)):
+            return tuple(enumerate(args[0]))
+        if name == "reversed" and len(args) == 1 and isinstance(args[0], (tuple, list)):
+            return tuple(reversed(args[0]))
     except TypeError:
         pass
     return Unknown(f"result of {name}")
