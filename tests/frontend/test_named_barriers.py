@@ -56,3 +56,19 @@ def test_a_derived_thread_count_leaves_a_known_count_alone(require_spin):
     assert r.verdict == "counterexample" and r.findings[0].code == "CS101", r.reason
     ok = api.check_source(source(), "k.py", Settings().with_overrides(verify_fixes=False), with_fixes=False)
     assert ok.kernels[0].verdict == "verified", ok.kernels[0].reason
+
+
+def test_a_barrier_id_offset_by_the_warp_group_is_one_id_per_group():
+    # Ping-pong warp groups: `base + warp_group_idx` with warp_group_idx = tidx // 128 (the same
+    # in every lane, and once more made explicit by make_warp_uniform).
+    src = kernel_source("""\
+        tidx, _, _ = cute.arch.thread_idx()
+        warp_group_idx = cute.arch.make_warp_uniform(tidx // 128)
+        cute.arch.barrier(barrier_id=int(Bar.Exchange) + warp_group_idx, number_of_threads=128)
+        cute.arch.barrier_arrive(barrier_id=3 + tidx // 128, number_of_threads=256)
+        """, threads=256)
+    m = build_models(ENUM + src, "k.py", Settings())[0]
+    assert m.unmodeled == []
+    for p in m.processes:
+        ids = [op.barrier_id for op in ir.walk(p.variants[-1]) if isinstance(op, ir.NamedBarrier)]
+        assert ids == [2 + p.warp // 4, 3 + p.warp // 4]

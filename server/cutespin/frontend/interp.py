@@ -1960,6 +1960,10 @@ class KernelInterp:
         warps that use the barrier (`derive_named_barrier_threads`)."""
         if barrier_id is None:
             barrier_id = 0
+        if isinstance(barrier_id, LaneVal):
+            # bar.sync takes one id per warp: the active lanes' common value (`base + warp_group`).
+            ids = {barrier_id.vals[i] for i in range(32) if self.mask >> i & 1}
+            barrier_id = ids.pop() if len(ids) == 1 else barrier_id
         if not _is_int(barrier_id):
             self.unmodeled(node, "named barrier", "barrier id is not known")
             return
@@ -2293,6 +2297,14 @@ def h_warp_idx(it, args, kwargs, node):
 
 def h_identity(it, args, kwargs, node):
     return args[0] if args else Unknown("identity")
+
+
+def h_warp_uniform(it, args, kwargs, node):
+    """`make_warp_uniform(x)`: x is the same in every lane (`tidx // 128`): one value."""
+    v = args[0] if args else Unknown("make_warp_uniform")
+    if isinstance(v, LaneVal) and v.uniform() is not None:
+        return v.uniform()
+    return v
 
 
 def h_cta_rank(it, args, kwargs, node):
@@ -3121,7 +3133,7 @@ def h_isinstance(it, args, kwargs, node):
 
 CALLS: dict = {
     "arch.thread_idx": h_thread_idx, "arch.lane_idx": h_lane_idx, "arch.warp_idx": h_warp_idx,
-    "arch.make_warp_uniform": h_identity, "arch.block_idx_in_cluster": h_cta_rank,
+    "arch.make_warp_uniform": h_warp_uniform, "arch.block_idx_in_cluster": h_cta_rank,
     "arch.block_in_cluster_idx": h_cta_coord, "arch.block_idx": h_block_idx, "arch.block_dim": h_block_dim,
     "arch.cluster_size": h_cluster_size, "arch.elect_one": h_elect_one,
     "arch.mbarrier_init": h_mbarrier_init, "arch.mbarrier_init_fence": h_mbarrier_init_fence,
