@@ -196,3 +196,62 @@ def test_a_runtime_select_of_uniform_values_is_uniform():
             cute.arch.sync_threads()
         """)
     assert shared_ids(m, 0) == shared_ids(m, 1) != [None]
+
+
+def test_a_uniform_condition_is_known_inside_its_own_branch():
+    # `if n > 4:` nested in `if n > 4:` takes the outer side: no inner choice, and the count
+    # the inner branch updates stays known (a parity computed from it folds).
+    m = model("""\
+        k = 0
+        if n > 4:
+            if n > 4:
+                k = 1
+            if not (n > 4):
+                k = 2
+            if k == 1:
+                cute.arch.sync_threads()
+        """)
+    (outer,) = choices(m, 0)
+    inner = [op for op in ir.walk(outer.alternatives[0]) if isinstance(op, ir.Choice)]
+    assert inner == []
+    assert [type(op).__name__ for op in outer.alternatives[0]] == ["NamedBarrier"]
+
+
+def test_a_uniform_while_condition_holds_in_its_body():
+    m = model("""\
+        k = 0
+        while n > 4:
+            if n > 4:
+                k = k + 1
+            if k > 0:
+                cute.arch.sync_threads()
+        """)
+    assert choices(m, 0) == []
+    assert m.unmodeled == []
+
+
+def test_values_set_on_the_sides_of_a_uniform_condition_stay_uniform():
+    m = model("""\
+        if n > 4:
+            k = n
+        else:
+            k = 7
+        if k == 7:
+            cute.arch.sync_threads()
+        """)
+    # The first `if` only assigns (no choice in the model); the second is one shared value.
+    assert shared_ids(m, 0) == shared_ids(m, 1) != [None]
+
+
+def test_values_set_under_a_condition_that_names_the_warp_follow_each_warps_condition():
+    # Warp 0 tests `0 < n`, warp 1 `32 < n`: different values, so `k == 7` is too.
+    m = model("""\
+        if warp_idx * 32 < n:
+            k = n
+        else:
+            k = 7
+        if k == 7:
+            cute.arch.sync_threads()
+        """)
+    (w0,), (w1,) = shared_ids(m, 0), shared_ids(m, 1)
+    assert None not in (w0, w1) and w0 != w1

@@ -385,6 +385,7 @@ class KernelInterp:
         self.const_stack: set = set()  # sibling-module constants being evaluated
         self.work_calls: dict = {}  # tile-scheduler call site -> calls so far (WORK_TILE_METHODS)
         self.tiles_executed: dict = {}  # library tile scheduler (its expression) -> advances so far
+        self.facts: dict = {}  # uniform condition term -> value known here (inside its branch or loop)
         self.branch_sides: set = set()  # (site, side) of folded branches this warp ran (block-size search)
         self.helper_memo: dict = {}  # register-only helper calls that emitted nothing -> result
         self.helper_active: set = set()  # register-only helper calls being interpreted
@@ -647,6 +648,10 @@ class KernelInterp:
                 self.self_obj.attrs = dict(attrs0)
             saved_out = self.out
             self.out = []
+            saved_facts = dict(self.facts)
+            if shared is not None:
+                # Inside a side, the uniform condition has that side's value (`if t.valid:` again).
+                self.facts[key] = k == 0
             try:
                 if body is not None:
                     self.exec_guarded(body, "a runtime condition", may_return=True)
@@ -657,14 +662,18 @@ class KernelInterp:
             finally:
                 outs.append(self.out)
                 self.out = saved_out
+                self.facts = saved_facts
             envs.append(self.env)
             if attrs0 is not None:
                 attrs.append(self.self_obj.attrs)
         going_on = [k for k in range(len(bodies)) if k not in returned]
-        self.env = self.merge_envs([envs[k] for k in going_on] or envs, node)
+        # Both sides of a uniform condition went on: a value they set differently is still the
+        # same in every thread, a select on the condition (P14).
+        select = key if shared is not None and len(going_on) == 2 else None
+        self.env = self.merge_envs([envs[k] for k in going_on] or envs, node, select)
         if attrs0 is not None:
             # `self.x` set differently on the two branches is unknown afterwards.
-            self.self_obj.attrs = self.merge_envs([attrs[k] for k in going_on] or attrs, node)
+            self.self_obj.attrs = self.merge_envs([attrs[k] for k in going_on] or attrs, node, select)
         # The code after this `if` runs only on the paths that did not return.
         slots = [outs[k] for k in going_on if k not in partial] + [s for pr in partial.values() for s in pr.slots]
         if any(outs) or (returned or partial) and slots:
@@ -678,21 +687,37 @@ class KernelInterp:
                           Unknown(f"returned on several sides of the branch at line {line}"))
         raise _PartialReturn(slots, values, line)
 
-    def merge_envs(self, envs, node):
+    def merge_envs(self, envs, node, select=None):
         """Variables after a runtime branch: a value both sides agree on stays. A variable first
         bound on only some sides keeps that value: any later use runs only where it is bound
         (elsewhere Python itself would fail), which is how kernels guard configuration-dependent
-        objects (`if const_expr(use_tma): tma_bar = ...` ... `if const_expr(use_tma): ...tma_bar`)."""
+        objects (`if const_expr(use_tma): tma_bar = ...` ... `if const_expr(use_tma): ...tma_bar`).
+        `select` is the term of a uniform condition whose two sides both went on (`merge_value`)."""
         merged = {}
         keys = set().union(*[e.keys() for e in envs])
         for k in keys:
             vals = [e[k] for e in envs if k in e]
-            first = vals[0]
-            if all(_same(v, first) for v in vals):
-                merged[k] = first
-            else:
-                merged[k] = Unknown(f"differs between the branches at line {self.span(node).line}")
+            merged[k] = self.merge_value(vals, node, select if len(vals) == len(envs) else None)
         return merged
+
+    def merge_value(self, vals, node, select=None):
+        """One variable after a runtime branch: the value every side agrees on; objects of one
+        package class merged attribute by attribute (a work tile rebuilt on one side); values
+        with uniform terms on the two sides of a uniform condition a select of them; else
+        unknown."""
+        first = vals[0]
+        if all(_same(v, first) for v in vals):
+            return first
+        if all(isinstance(v, Record) and v.cls is first.cls for v in vals):
+            names = set().union(*[v.attrs.keys() for v in vals])
+            return Record(first.cls, {a: self.merge_value([v.attrs.get(a, Unknown("unbound")) for v in vals], node,
+                                                          select) for a in names})
+        if select is not None and len(vals) == 2:
+            terms = [_term(v) for v in vals]
+            if None not in terms:
+                return Unknown(f"differs between the branches at line {self.span(node).line}",
+                               key=_combine("select", "branch", select, *terms))
+        return Unknown(f"differs between the branches at line {self.span(node).line}")
 
     def merge_lane_envs(self, env_then, env_else, tmask):
         merged = {}
@@ -906,8 +931,17 @@ class KernelInterp:
         # A runtime condition: a bounded loop (persistent tile loops and the like).
         trips = self.trip(self.code(stmt.test), stmt)
         for _ in range(trips):
-            if not self.loop_body(stmt.body):
-                return
+            # Each trip runs because the condition held: a uniform condition is a fact in the body
+            # (`while work.is_valid_tile: if work.is_valid_tile: ...`).
+            c = self.eval_cond(stmt.test)
+            saved_facts = dict(self.facts)
+            if isinstance(c, Unknown) and c.key is not None:
+                self.facts[c.key] = True
+            try:
+                if not self.loop_body(stmt.body):
+                    return
+            finally:
+                self.facts = saved_facts
 
     def try_spin(self, stmt: cst.While) -> bool:
         """`while not try_wait(bar, p)` and `while load(flag) < n` become blocking waits."""
@@ -952,7 +986,15 @@ class KernelInterp:
             return False
         if isinstance(v, (Smem, Gmem, TmaAtom, NamedBarrierObj)):
             return True
-        return Unknown("runtime condition", key=_truth(v.key) if isinstance(v, Unknown) else None)
+        key = _truth(v.key) if isinstance(v, Unknown) else None
+        if key is not None and self.facts:
+            if key in self.facts:
+                return self.facts[key]
+            if key[0] == "not" and key[3] in self.facts:
+                return not self.facts[key[3]]
+            if _negate(key) in self.facts:
+                return not self.facts[_negate(key)]
+        return Unknown("runtime condition", key=key)
 
     def qualify(self, expr) -> Optional[str]:
         """The imported dotted name an expression refers to, unless a local variable (a helper's
