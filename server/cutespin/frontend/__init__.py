@@ -953,6 +953,7 @@ def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_c
     states' uses are unmodeled)."""
     used: list = []
     base = configs
+    good = (configs, runs, dict(registry.unmodeled), [])  # the last complete set of runs
     for _ in range(MAX_SPLIT_ROUNDS):
         new = [k for k in splits if k not in used]
         take = []
@@ -974,8 +975,18 @@ def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_c
         # The earlier runs' uses of the states these branches left unknown are not unmodeled.
         registry.unmodeled.clear()
         registry.unmodeled.update(unmodeled0)
-        registry.steps = 0
-        runs = [run_config(c) for c in configs]
+        try:
+            # The interpretation budget (MAX_KERNEL_STEPS) goes on counting from the runs before:
+            # splitting must not make the front end much slower than leaving the states unknown.
+            runs = [run_config(c) for c in configs]
+        except I.Unsupported:
+            # Past the budget: the last complete runs, with the other states unknown after their
+            # branches (their uses stay unmodeled).
+            registry.unmodeled.clear()
+            registry.unmodeled.update(good[2])
+            break
+        good = (configs, runs, dict(registry.unmodeled), list(used))
+    configs, runs, _, used = good
     for k in used:
         line, text = splits[k]
         registry.assume(f"the runtime condition `{text}` (line {line}) is the same for every thread of the CTA "
