@@ -150,7 +150,7 @@ def _barrier_state(values: dict, b: Optional[int]) -> str:
 
 
 def _role_of(pm: PromelaModel, proc: str) -> str:
-    return pm.proc_names.get(proc, "TMA unit" if proc == "Tma" else proc)
+    return pm.proc_names.get(proc, "TMA unit" if proc == "Tma" else "the launch" if proc == ":init:" else proc)
 
 
 def build_trace(res: RunResult, pm: PromelaModel, path: str, line_shift=None):

@@ -387,9 +387,14 @@ class TripConfig:
     """One assignment of trip counts to the kernel's runtime loop bounds."""
 
     trips: dict  # bound text -> trip count
+    # CTA-uniform runtime conditions fixed in this configuration: (cta, uniform term) -> value,
+    # and how to show each ("`has_x` (line 12) = True").
+    conds: dict = field(default_factory=dict)
+    cond_labels: tuple = ()
 
     def describe(self) -> str:
-        return ", ".join(f"{k} = {v}" for k, v in self.trips.items()) or "no runtime loops"
+        parts = [f"{k} = {v}" for k, v in self.trips.items()] + list(self.cond_labels)
+        return ", ".join(parts) or "no runtime loops"
 
 
 @dataclass

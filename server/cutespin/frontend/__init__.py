@@ -984,6 +984,64 @@ def _warps_reaching_every_branch(info: ModuleInfo, site: KernelSite, env: Kernel
     return -(-needed // 4) * 4
 
 
+MAX_SPLIT_CONFIGS = 32  # configurations (trip counts x fixed uniform conditions) per kernel
+MAX_SPLIT_ROUNDS = 3  # re-interpretations to find uniform conditions nested in fixed ones
+
+
+def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_config):
+    """CTA-uniform runtime conditions whose sides advance a pipeline state differently (`if
+    has_x: state.advance()`, `if block_count > 0: <loop advancing the state>`): after such a
+    branch the state is not known, so instead each value of the condition becomes a
+    configuration of its own, interpreted separately like a trip count, in which the branch runs
+    like a folded one. The model chooses one configuration for the whole launch, so every warp
+    of the CTA sees the same value (policy P14: a uniform term has one value per CTA); the
+    configurations together cover every value. Conditions found while interpreting a fixed
+    one's side are added in later rounds; those past MAX_SPLIT_CONFIGS stay unknown (their
+    states' uses are unmodeled)."""
+    used: list = []
+    base = configs
+    good = (configs, runs, dict(registry.unmodeled), [])  # the last complete set of runs
+    for _ in range(MAX_SPLIT_ROUNDS):
+        new = [k for k in splits if k not in used]
+        take = []
+        while new and len(base) * 2 ** (len(used) + len(take) + 1) <= MAX_SPLIT_CONFIGS:
+            take.append(new.pop(0))
+        if not take:
+            break
+        used += take
+        configs = []
+        for c in base:
+            for values in itertools.product((True, False), repeat=len(used)):
+                conds = dict(c.conds)
+                labels = list(c.cond_labels)
+                for k, v in zip(used, values):
+                    line, text = splits[k]
+                    conds[k] = v
+                    labels.append(f"{'CTA %d: ' % k[0] if k[0] else ''}`{text}` (line {line}) = {v}")
+                configs.append(ir.TripConfig(dict(c.trips), conds, tuple(labels)))
+        # The earlier runs' uses of the states these branches left unknown are not unmodeled.
+        registry.unmodeled.clear()
+        registry.unmodeled.update(unmodeled0)
+        try:
+            # The interpretation budget (MAX_KERNEL_STEPS) goes on counting from the runs before:
+            # splitting must not make the front end much slower than leaving the states unknown.
+            runs = [run_config(c) for c in configs]
+        except I.Unsupported:
+            # Past the budget: the last complete runs, with the other states unknown after their
+            # branches (their uses stay unmodeled).
+            registry.unmodeled.clear()
+            registry.unmodeled.update(good[2])
+            break
+        good = (configs, runs, dict(registry.unmodeled), list(used))
+    configs, runs, _, used = good
+    for k in used:
+        line, text = splits[k]
+        registry.assume(f"the runtime condition `{text}` (line {line}) is the same for every thread of the CTA "
+                        f"(P14): its sides advance a pipeline state differently, so each value is checked "
+                        f"as a configuration of its own")
+    return configs, runs
+
+
 def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settings) -> ir.KernelModel:
     env = kernel_env(info, site, settings)
     methods = class_methods(site.cls)
@@ -1016,11 +1074,14 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
                                             f"trips; at most {I.MAX_UNROLL} are unrolled (pin a smaller loop bound)"))
         return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
 
-    def run_all(trips, discovered, ctas_now):
+    splits: dict = {}  # uniform conditions whose sides advance a pipeline state differently
+
+    def run_all(trips, discovered, ctas_now, conds=None):
         procs = []
         for cta in range(ctas_now):
             for w in range(warps):
-                ctx = I.WarpContext(cta, w, cluster, ctas_now, threads, trips, bound, discovered)
+                ctx = I.WarpContext(cta, w, cluster, ctas_now, threads, trips, bound, discovered,
+                                    dict(conds or {}), splits)
                 self_copy = SelfObj(dict(env.self_obj.attrs)) if env.self_obj is not None else None
                 it = I.KernelInterp(info, ctx, self_copy, methods, dict(env.params), registry)
                 try:
@@ -1035,6 +1096,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         return procs
 
     discovered: dict = {}
+    unmodeled0 = dict(registry.unmodeled)
     try:
         first = run_all({}, discovered, ctas)
     except I.Unsupported:
@@ -1068,6 +1130,8 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
                         f"(not every combination; raise max-configs to check more)")
     try:
         runs = [first] if configs == [ir.TripConfig({})] else [run_all(c.trips, {}, ctas) for c in configs]
+        configs, runs = _split_uniform_conditions(configs, runs, splits, registry, unmodeled0,
+                                                  lambda c: run_all(c.trips, {}, ctas, c.conds))
     except I.Unsupported:
         return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
 

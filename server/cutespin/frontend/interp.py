@@ -277,6 +277,11 @@ class WarpContext:
     trips: dict  # bound text -> trip count (this configuration)
     trip_bound: int
     discovered: dict  # bound text -> first span (shared across runs)
+    # CTA-uniform conditions fixed by this configuration: (cta, uniform term) -> value.
+    conds: dict = field(default_factory=dict)
+    # Uniform conditions whose sides advance a pipeline state differently, found on the way:
+    # (cta, uniform term) -> (line, condition text); shared across runs (see build_kernel).
+    splits: Optional[dict] = None
 
 
 # Library constants that arrival counts are computed from.
@@ -633,17 +638,31 @@ class KernelInterp:
         """Run each body from the same state and emit the op lists as one runtime choice. A
         CTA-uniform condition (an Unknown with a key) is numbered by its value, so every warp
         of the CTA that evaluates the same value takes the same side (P14)."""
-        shared, swapped = None, False
+        shared, swapped, key = None, False, None
         if isinstance(cond, Unknown) and cond.key is not None and len(bodies) == 2:
             key = cond.key
             while key[0] == "not":  # `if not c` is `if c` with the sides swapped
                 key, bodies, swapped = key[3], [bodies[1], bodies[0]], not swapped
+            fixed = self.ctx.conds.get((self.ctx.cta, key))
+            if fixed is not None:
+                # This configuration fixes the value for the whole CTA (see build_kernel): the
+                # branch runs like a folded one.
+                body = bodies[0] if fixed else bodies[1]
+                saved_facts = dict(self.facts)
+                self.facts[key] = fixed
+                try:
+                    if body is not None:
+                        self.exec_block(body)
+                finally:
+                    self.facts = saved_facts
+                return
             shared = self.registry.shared_condition(self.ctx.cta, key, self.span(node).line)
         env0 = dict(self.env)
         attrs0 = dict(self.self_obj.attrs) if self.self_obj is not None else None
-        outs, envs, attrs, returned, partial = [], [], [], {}, {}
+        outs, envs, attrs, returned, partial, memos = [], [], [], {}, {}, []
         for k, body in enumerate(bodies):
-            self.env = _fresh_env(env0)
+            memos.append({})
+            self.env = _fresh_env(env0, memos[-1])
             if attrs0 is not None:
                 self.self_obj.attrs = dict(attrs0)
             saved_out = self.out
@@ -670,6 +689,7 @@ class KernelInterp:
         # Both sides of a uniform condition went on: a value they set differently is still the
         # same in every thread, a select on the condition (P14).
         select = key if shared is not None and len(going_on) == 2 else None
+        self.join_states(node, key, [memos[k] for k in going_on], [envs[k] for k in going_on])
         self.env = self.merge_envs([envs[k] for k in going_on] or envs, node, select)
         if attrs0 is not None:
             # `self.x` set differently on the two branches is unknown afterwards.
@@ -686,6 +706,48 @@ class KernelInterp:
             raise _Return(values[0] if all(_same(v, values[0]) for v in values) else
                           Unknown(f"returned on several sides of the branch at line {line}"))
         raise _PartialReturn(slots, values, line)
+
+    def join_states(self, node, key, memos, envs):
+        """Pipeline states after a runtime branch. Each side advanced its own copy of every state
+        the branch could reach by name (`_fresh_env`); the original object (which a helper's
+        caller may also hold) takes the copies' common value. When the sides disagree, the
+        state is not known after the branch: a CTA-uniform condition (`key`) is recorded so
+        that build_kernel can check each of its values as a configuration of its own; any
+        other condition leaves the state unknown (its uses are unmodeled)."""
+        if not memos:
+            return
+        line = self.span(node).line
+        back = {}
+        differ = False
+        for oid, (orig, _) in memos[0].items():
+            copies = [m[oid][1] for m in memos]
+            for c in copies:
+                back[id(c)] = orig
+            if not isinstance(orig, P.PipeState):
+                continue
+            if all(c == copies[0] for c in copies):
+                orig.assign(copies[0])
+                continue
+            differ = True
+            why = f"advanced differently on the sides of the runtime condition at line {line}"
+            if key is None:
+                why += " (a condition that may differ between warps)"
+            orig.assign(copies[0])
+            orig.unknown = orig.unknown or why
+        for env in envs:
+            for name, v in env.items():
+                if id(v) in back:
+                    env[name] = back[id(v)]
+        if not differ:
+            # A state first bound, or rebound, on the sides: equal ones merge (merge_envs).
+            for name in set().union(*[e.keys() for e in envs]):
+                vals = [e.get(name) for e in envs]
+                if any(isinstance(v, (P.PipeState, P.Participant)) for v in vals) and \
+                        not all(_same(v, vals[0]) for v in vals):
+                    differ = True
+        if differ and key is not None and self.ctx.splits is not None:
+            self.ctx.splits.setdefault((self.ctx.cta, key), (line, self.code(node.test) if
+                                                              isinstance(node, cst.If) else ""))
 
     def merge_envs(self, envs, node, select=None):
         """Variables after a runtime branch: a value both sides agree on stays. A variable first
@@ -3312,15 +3374,21 @@ def _builtin(name, args):
     return Unknown(f"result of {name}")
 
 
-def _fresh_env(env: dict) -> dict:
+def _fresh_env(env: dict, memo: Optional[dict] = None) -> dict:
     """A copy of an environment whose mutable pipeline states are copied too (each branch of a
-    runtime choice advances its own)."""
+    runtime choice advances its own). `memo` maps id(original) -> (original, copy), one copy per
+    object however many names it has (`choice` joins the copies back into the originals)."""
+    memo = {} if memo is None else memo
+
+    def state_copy(st):
+        return memo.setdefault(id(st), (st, st.copy()))[1]
+
     out = {}
     for k, v in env.items():
         if isinstance(v, P.PipeState):
-            v = v.copy()
+            v = state_copy(v)
         elif isinstance(v, P.Participant):
-            v = P.Participant(v.pipe, v.side, v.state.copy())
+            v = memo.setdefault(id(v), (v, P.Participant(v.pipe, v.side, state_copy(v.state))))[1]
         out[k] = v
     return out
 

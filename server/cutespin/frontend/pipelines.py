@@ -193,6 +193,9 @@ class PipeState:
     index: int
     phase: int
     count: int
+    # Why the state is not known, when a runtime branch advanced it differently on its sides
+    # (every alias of the object sees it: a helper's caller too). None: known.
+    unknown: Optional[str] = None
 
     def advance(self, n: int = 1):
         """n steps in closed form (a folded `advance(2**40)` must not loop 2**40 times)."""
@@ -208,7 +211,12 @@ class PipeState:
         self.phase ^= (total // self.stages) & 1
 
     def copy(self) -> "PipeState":
-        return PipeState(self.stages, self.index, self.phase, self.count)
+        return PipeState(self.stages, self.index, self.phase, self.count, self.unknown)
+
+    def assign(self, other: "PipeState") -> None:
+        """Take `other`'s value in place (the object may have aliases)."""
+        self.stages, self.index, self.phase, self.count, self.unknown = (
+            other.stages, other.index, other.phase, other.count, other.unknown)
 
 
 @dataclass(frozen=True)
@@ -415,6 +423,9 @@ def _create_order(it, kwargs, node):
 def order_method(it, pipe: OrderPipeline, meth: str, args, kwargs, node):
     st = kwargs.get("state", args[0] if args else None)
     st = st if isinstance(st, PipeState) else pipe.state
+    if st.unknown:
+        it.unmodeled(node, f"PipelineOrder.{meth}", f"the pipeline state is not known: {st.unknown}")
+        return None
     if meth == "wait":
         slot = st.index * pipe.length + pipe.group_id
     elif meth == "arrive":
@@ -499,6 +510,9 @@ def _bar(side_bar: Smem, index: int) -> Smem:
 def _state_arg(it, args, kwargs, node, meth) -> Optional[PipeState]:
     st = kwargs.get("state", args[0] if args else None)
     if isinstance(st, PipeState):
+        if st.unknown:
+            it.unmodeled(node, f"pipeline.{meth}", f"the pipeline state is not known: {st.unknown}")
+            return None
         return st
     if isinstance(st, Handle):
         return PipeState(0, st.index, st.phase, st.count)
@@ -640,6 +654,9 @@ def _tma_store_method(it, pipe: TmaStorePipeline, meth, node):
 def participant_method(it, part: Participant, meth: str, args, kwargs, node):
     pipe, st = part.pipe, part.state
     prod_style, cons_style = CLASSES[pipe.kind]
+    if st.unknown and meth != "advance":
+        it.unmodeled(node, f"{part.side}.{meth}", f"the pipeline state is not known: {st.unknown}")
+        return Unknown("pipeline handle")
     if meth in ("acquire", "acquire_and_advance") and part.side == "producer":
         _producer_acquire(it, pipe, st, prod_style, node)
         h = Handle(pipe, "producer", st.index, st.phase, st.count)
@@ -688,6 +705,8 @@ def handle_method(it, h: Handle, meth: str, node):
 def attribute(v, attr: str):
     """Attributes of pipeline values (`state.index`, `handle.barrier`, ...)."""
     if isinstance(v, PipeState):
+        if v.unknown and attr != "stages":
+            return Unknown(f"pipeline state: {v.unknown}")
         if attr in ("index", "phase", "count", "stages"):
             return getattr(v, attr)
     if isinstance(v, Handle):

@@ -935,7 +935,10 @@ class Lowering:
         if n > 1:
             L("    if", None)
             for ci in range(n):
-                L(f"    :: cfg = {ci}", None)
+                c = k.configs[ci]
+                # A configuration that fixes uniform conditions: the trail says which values.
+                L(f"    :: cfg = {ci}", LineInfo(k.def_span, "launch", f"takes the configuration {c.describe()}", "config")
+                  if getattr(c, "cond_labels", ()) else None)
             L("    fi;", None)
         for pi in range(len(k.processes)):
             L(f"    run P{pi}();", None)

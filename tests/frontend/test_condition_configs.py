@@ -1,0 +1,132 @@
+"""Pipeline states advanced under runtime conditions.
+
+A CTA-uniform condition (P14) whose sides advance a pipeline state differently becomes a
+configuration dimension, like a runtime trip count: each value is interpreted on its own and the
+branch runs like a folded one. A condition that may differ between warps leaves the state
+unknown, and every alias of the state object (a helper's caller too) sees that.
+"""
+import textwrap
+
+from cutespin import ir
+from cutespin.config import Settings
+from cutespin.frontend import build_models
+
+from ..kernels import kernel_source
+
+PIPE = """\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=4)
+sFlag = smem.allocate_tensor(cutlass.Int32, cute.make_layout(4))
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+pipe = pipeline.PipelineAsync.create(
+    num_stages=2,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    barrier_storage=bars,
+)
+"""
+
+
+def build(body, extra_class=""):
+    src = kernel_source(PIPE + textwrap.dedent(body), extra_class=extra_class)
+    return build_models(src, "k.py", Settings())[0]
+
+
+def waits(ops):
+    return [(o.bar.name.split(" ")[0], o.parity) for o in ir.walk(ops) if isinstance(o, ir.MbWait)]
+
+
+def state_unmodeled(m):
+    return [u for u in m.unmodeled if "pipeline state is not known" in u.why]
+
+
+def test_uniform_condition_advancing_a_state_is_a_configuration():
+    m = build("""\
+        if warp_idx == 0:
+            st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+            if mA.shape[0] > 4:
+                pipe.producer_acquire(st)
+                pipe.producer_commit(st)
+                st.advance()
+            pipe.producer_acquire(st)
+            pipe.producer_commit(st)
+        """)
+    assert not state_unmodeled(m), m.unmodeled
+    assert len(m.configs) == 2
+    assert sorted(v for c in m.configs for v in c.conds.values()) == [False, True]
+    p0 = next(p for p in m.processes if p.warp == 0)
+    # Fixed value: no runtime choice is left; the acquire after the branch is stage 1 or stage 0.
+    by_value = {next(iter(c.conds.values())): waits(v) for c, v in zip(m.configs, p0.variants)}
+    assert not any(isinstance(o, ir.Choice) for v in p0.variants for o in ir.walk(v))
+    assert by_value[True][-1] == ("pipe.empty[1]", 1)
+    assert by_value[False][-1] == ("pipe.empty[0]", 1)
+    assert any("is the same for every thread of the CTA" in a and "mA.shape[0] > 4" in a for a in m.assumptions)
+
+
+def test_condition_that_may_differ_between_warps_leaves_the_state_unknown():
+    m = build("""\
+        if warp_idx == 0:
+            st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+            if sFlag[0] > 0:
+                pipe.producer_acquire(st)
+                pipe.producer_commit(st)
+                st.advance()
+            pipe.producer_acquire(st)
+        """)
+    um = state_unmodeled(m)
+    assert um and "may differ between warps" in um[0].why
+    assert len(m.configs) == 1
+
+
+def test_equal_advances_on_both_sides_reach_the_callers_state():
+    # The helper's branch copies the state per side; the common result is written back into the
+    # object, which the caller holds under its own name.
+    m = build("""\
+        if warp_idx == 0:
+            st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+            self.step(st, sFlag)
+            pipe.producer_acquire(st)
+        """, extra_class="""\
+        @cute.jit
+        def step(self, st, sFlag):
+            if sFlag[0] > 0:
+                st.advance()
+            else:
+                st.advance()
+        """)
+    assert not m.unmodeled, m.unmodeled
+    p0 = next(p for p in m.processes if p.warp == 0)
+    assert waits(p0.variants[0])[-1] == ("pipe.empty[1]", 1)
+
+
+def test_a_helper_advancing_under_a_per_warp_condition_makes_the_callers_state_unknown():
+    # Before, the caller kept the state as it was before the call (the sides advanced copies).
+    m = build("""\
+        if warp_idx == 0:
+            st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+            self.maybe_step(st, sFlag)
+            pipe.producer_acquire(st)
+        """, extra_class="""\
+        @cute.jit
+        def maybe_step(self, st, sFlag):
+            if sFlag[0] > 0:
+                st.advance()
+        """)
+    assert state_unmodeled(m), m.unmodeled
+
+
+def test_nested_uniform_conditions_are_found_in_later_rounds():
+    m = build("""\
+        if warp_idx == 0:
+            st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+            if mA.shape[0] > 4:
+                st.advance()
+                if mA.shape[1] > 4:
+                    st.advance()
+            pipe.producer_acquire(st)
+        """)
+    assert not state_unmodeled(m), m.unmodeled
+    assert len(m.configs) == 4
+    p0 = next(p for p in m.processes if p.warp == 0)
+    last = sorted({waits(v)[-1] for v in p0.variants})
+    assert last == [("pipe.empty[0]", 0), ("pipe.empty[0]", 1), ("pipe.empty[1]", 1)]
