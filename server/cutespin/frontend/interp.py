@@ -56,11 +56,23 @@ SYNC_TEXT_RE = re.compile(
     r"arrive|wait|commit|tcgen05|cp_async|smem|tmem|pipeline|Allocator|griddepcontrol")
 
 
+# Whether a function's text names the catalogue, per node (the text of a large helper costs
+# milliseconds to generate, and hot helpers are called tens of thousands of times): id -> (node,
+# answer); the node is kept so that its id is not reused.
+_NAMES_SYNC: dict = {}
+
+
+def _names_sync(node) -> bool:
+    got = _NAMES_SYNC.get(id(node))
+    if got is None or got[0] is not node:
+        got = _NAMES_SYNC[id(node)] = (node, bool(SYNC_TEXT_RE.search(cst.Module([]).code_for_node(node))))
+    return got[1]
+
+
 def _plain_helper(fn: "FuncRef", args, kwargs) -> bool:
     """A helper that names no synchronization or memory operation and gets no memory, barrier or
     pipeline object: interpreting it cannot change the model."""
-    code = cst.Module([]).code_for_node(fn.node)
-    if fn.bound_self or SYNC_TEXT_RE.search(code):
+    if fn.bound_self or _names_sync(fn.node):
         return False
     values = list(args) + list(kwargs.values()) + ([fn.bound] if fn.bound is not None else [])
     return not any(isinstance(v, (Smem, Gmem, Storage, NamedBarrierObj, TryWaitResult, SelfObj, Record))
@@ -147,7 +159,7 @@ def _calls_only_plain_code(node, module, depth: int = 0) -> bool:
     got = cache.get(id(node)) if cache is not None else None
     if got is not None:
         return got
-    ok = depth <= 4 and not SYNC_TEXT_RE.search(cst.Module([]).code_for_node(node))
+    ok = depth <= 4 and not _names_sync(node)
     if ok:
         for call in _calls_in(node):
             func = call.func
@@ -759,7 +771,11 @@ class KernelInterp:
         keys = set().union(*[e.keys() for e in envs])
         for k in keys:
             vals = [e[k] for e in envs if k in e]
-            merged[k] = self.merge_value(vals, node, select if len(vals) == len(envs) else None)
+            first = vals[0]
+            if all(v is first for v in vals):  # untouched on every side: most variables
+                merged[k] = first
+            else:
+                merged[k] = self.merge_value(vals, node, select if len(vals) == len(envs) else None)
         return merged
 
     def merge_value(self, vals, node, select=None):
