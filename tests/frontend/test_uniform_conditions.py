@@ -255,3 +255,45 @@ def test_values_set_under_a_condition_that_names_the_warp_follow_each_warps_cond
         """)
     (w0,), (w1,) = shared_ids(m, 0), shared_ids(m, 1)
     assert None not in (w0, w1) and w0 != w1
+
+
+def _uniform_model(body: str, extra_class: str = ""):
+    from tests.kernels import kernel_source
+    src = kernel_source(body, threads=64, extra_class=extra_class)
+    ms = build_models(src, "k.py", Settings())
+    return ms[0]
+
+
+def test_an_attribute_only_a_host_setup_method_assigns_is_uniform():
+    m = _uniform_model("""\
+        if self.split_at > 0:
+            cute.arch.sync_threads()
+        """, extra_class="""\
+        def _setup_attributes(self, n):
+            self.split_at = n // 2
+        """)
+    assert shared_ids(m, 0) == shared_ids(m, 1) != [None]
+
+
+def test_an_attribute_a_device_helper_assigns_is_not_made_uniform():
+    # `_device_step` is reached from the kernel: what it assigns may differ per thread.
+    m = _uniform_model("""\
+        self._device_step()
+        if self.split_at > 0:
+            cute.arch.sync_threads()
+        """, extra_class="""\
+        @cute.jit
+        def _device_step(self):
+            self.split_at = cute.arch.thread_idx()[0] - mystery()
+        """)
+    assert shared_ids(m, 0) == shared_ids(m, 1) == [None]
+
+
+def test_the_grid_size_is_uniform():
+    m = _uniform_model("""\
+        gdim, _, _ = cute.arch.grid_dim()
+        bidx, _, _ = cute.arch.block_idx()
+        if bidx + gdim < mA.shape[0]:
+            cute.arch.sync_threads()
+        """)
+    assert shared_ids(m, 0) == shared_ids(m, 1) != [None]

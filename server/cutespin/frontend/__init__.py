@@ -155,12 +155,40 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
                 self_obj.attrs[attr] = val
     for attr in assigned:
         self_obj.attrs.setdefault(attr, Unknown(f"self.{attr}"))
+    # An attribute only host code assigns (setup methods the launcher calls, never reached from
+    # the kernel) is a host value: the same in every thread, like the constructor's (P14).
+    device = {site.node} | {every[n][1] for n in _methods_reached_from(site.node, every)}
+    device_assigned = {attr for fn in device for attr, _ in self_assignments(fn)}
+    for attr, val in self_obj.attrs.items():
+        if isinstance(val, Unknown) and val.key is None and attr not in device_assigned:
+            self_obj.attrs[attr] = Unknown(val.why, key=I._leaf("self", attr))
     # Stage counts a base class in another module sets (`self.num_stages`): unknown here, so that
     # the `stages` pin or the default stage count applies to them like to the class's own.
     for attr in _self_attribute_reads(site.cls):
         if _is_stage_count_name(attr):
             self_obj.attrs.setdefault(attr, Unknown(f"self.{attr} (set outside this class)"))
     return self_obj
+
+
+def _methods_reached_from(fn, methods: dict) -> set:
+    """Names of the methods `fn` uses through `self.name`, transitively (the kernel's device
+    helpers; a method passed as a callback counts too)."""
+    seen: set = set()
+    todo = [fn]
+    while todo:
+        names: set = set()
+
+        class V(cst.CSTVisitor):
+            def visit_Attribute(self, node: cst.Attribute):
+                if isinstance(node.value, cst.Name) and node.value.value == "self":
+                    names.add(node.attr.value)
+
+        todo.pop().visit(V())
+        for n in names:
+            if n in methods and n not in seen:
+                seen.add(n)
+                todo.append(methods[n][1])
+    return seen
 
 
 def _key_host_attributes(self_obj: SelfObj):

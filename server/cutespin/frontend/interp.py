@@ -2439,6 +2439,13 @@ def h_block_idx(it, args, kwargs, node):
     return (it.ctx.cta, 0, 0)
 
 
+def h_launch_dims(it, args, kwargs, node):
+    """`grid_dim()`, `cluster_dim()`, `cluster_idx()`, ...: the same in every thread of a CTA, so
+    a tuple of uniform leaves (P14), one per dimension."""
+    name = it.callee_name(node.func).rsplit(".", 1)[-1] if isinstance(node, cst.Call) else "dims"
+    return tuple(Unknown(f"{name}()[{i}]", key=_leaf("launch", f"{name}.{i}")) for i in range(3))
+
+
 def h_block_dim(it, args, kwargs, node):
     return (it.ctx.threads, 1, 1)
 
@@ -3255,6 +3262,7 @@ CALLS: dict = {
     "arch.thread_idx": h_thread_idx, "arch.lane_idx": h_lane_idx, "arch.warp_idx": h_warp_idx,
     "arch.make_warp_uniform": h_warp_uniform, "arch.block_idx_in_cluster": h_cta_rank,
     "arch.block_in_cluster_idx": h_cta_coord, "arch.block_idx": h_block_idx, "arch.block_dim": h_block_dim,
+    "arch.grid_dim": h_launch_dims, "arch.cluster_dim": h_launch_dims, "arch.cluster_idx": h_launch_dims,
     "arch.cluster_size": h_cluster_size, "arch.elect_one": h_elect_one,
     "arch.mbarrier_init": h_mbarrier_init, "arch.mbarrier_init_fence": h_mbarrier_init_fence,
     "arch.mbarrier_arrive": h_mbarrier_arrive, "arch.mbarrier_arrive_and_expect_tx": h_arrive_expect_tx,
