@@ -148,6 +148,9 @@ class TmaLoad(Op):
     tx: int
     lanes: int
     tx_known: bool = True
+    # A cta_group::2 load issued by the pair's leader: with byte counts not known, the leader's
+    # expect counts the peer CTA's matching copy too (frontend `_units_in`).
+    pair: bool = False
 
 
 @dataclass
