@@ -20,7 +20,7 @@ from typing import Optional
 from .. import ir
 
 WORD_BITS = 32
-MAX_GROUPS = 15
+MAX_BITS = 30  # access bits 0..29
 # SPIN keeps one exit label per d_step for the whole model plus one entry per statement of the
 # d_step it is compiling, in a table of 2048 (spin dstep.c, MAXDSTEP): d_steps so far plus the
 # statements of any one d_step must stay below it, or `spin -a` fails ("d_step sequence too long").
@@ -50,7 +50,9 @@ class Group:
     process: int
     lane_class: Optional[int]  # None for async agents
     label: str
-    bit: Optional[int] = None  # bit position pair base (2*slot) when it accesses tracked regions
+    bit: Optional[int] = None  # set when it accesses tracked regions
+    wpos: Optional[int] = None  # its write bit (when it writes a tracked region)
+    rpos: Optional[int] = None  # its read bit (when it reads a tracked region)
 
 
 @dataclass
@@ -213,28 +215,58 @@ class Lowering:
         self.tracked = [r for r in k.regions if len(touch.get(r.index, ())) >= 2 and writes.get(r.index)
                         and (r.space != "gmem" or k.flags)]
         self.tracked_ids = {r.index for r in self.tracked}
-        # Which groups need bits.
-        need = set()
+        # Which groups need bits: a write bit for groups that write a tracked region, a read bit
+        # for groups that read one (an agent that only reads, like a tcgen05.ld agent, needs one).
+        wneed, rneed = set(), set()
+        self.region_groups: dict = {}  # tracked region -> the groups that access it
+
+        def use(kind: set, gi: int, r: int):
+            kind.add(gi)
+            self.region_groups.setdefault(r, set()).add(gi)
+
         for pi, p in enumerate(k.processes):
             for v in p.variants:
                 for op in ir.walk(v):
                     if isinstance(op, ir.Access) and op.region.index in self.tracked_ids:
                         for ci in self._classes(op.lanes, p):
-                            need.add(self.group_of[(pi, ci)].index)
+                            use(wneed if op.write else rneed, self.group_of[(pi, ci)].index, op.region.index)
                     elif isinstance(op, ir.TmaLoad) and op.region is not None and op.region.index in self.tracked_ids:
-                        need.add(self.tma_group[pi].index)
+                        use(wneed, self.tma_group[pi].index, op.region.index)
                     elif isinstance(op, ir.CpAsyncCopy) and op.region.index in self.tracked_ids:
-                        need.add(self.cp_group[pi].index)
+                        use(wneed, self.cp_group[pi].index, op.region.index)
                     elif isinstance(op, ir.AsyncRead) and op.region.index in self.tracked_ids:
-                        need.add(self.ar_group[pi].index)
-                    elif isinstance(op, ir.TmaStore) and any(
-                            r is not None and r.index in self.tracked_ids for r in (op.region, op.dest)):
-                        need.add(self.bulk_group[pi].index)
+                        use(rneed, self.ar_group[pi].index, op.region.index)
+                    elif isinstance(op, ir.TmaStore):
+                        if op.region is not None and op.region.index in self.tracked_ids:
+                            use(rneed, self.bulk_group[pi].index, op.region.index)
+                        if op.dest is not None and op.dest.index in self.tracked_ids:
+                            use(wneed, self.bulk_group[pi].index, op.dest.index)
+        need = wneed | rneed
+        # Bit positions: a write bit for each group that writes a tracked region, a read bit for
+        # each that reads one. Every bit lives in per-region variables only, so two groups that
+        # share no tracked region (warps of different CTAs, say) may use the same positions.
         # Bits 0..29 only: a Promela int is signed 32-bit, so bit 31 would overflow a literal.
-        if len(need) > MAX_GROUPS:
-            raise TooManyGroups(f"{len(need)} agents access shared buffers; at most {MAX_GROUPS} are modeled")
-        for slot, gi in enumerate(sorted(need)):
-            self.groups[gi].bit = slot
+        near: dict = {gi: set() for gi in need}
+        for gs in self.region_groups.values():
+            for gi in gs:
+                near[gi] |= gs
+        for gi in sorted(need):
+            g = self.groups[gi]
+            g.bit = gi  # has access bits
+            taken = set()
+            for gj in near[gi]:
+                taken |= {self.groups[gj].wpos, self.groups[gj].rpos}
+            free = (pos for pos in range(64) if pos not in taken)
+            if gi in wneed:
+                g.wpos = next(free)
+            if gi in rneed:
+                g.rpos = next(free)
+        nbits = 1 + max(pos for gi in need for pos in (self.groups[gi].wpos, self.groups[gi].rpos)
+                        if pos is not None) if need else 0
+        if nbits > MAX_BITS:
+            raise TooManyGroups(f"{len(need)} agents access shared buffers, {nbits} access bits needed "
+                                f"(a write or a read of an agent, shared by agents with no buffer in common); "
+                                f"at most {MAX_BITS} are modeled")
         # Per-thread partition views of a tracked buffer: accesses through one partition are
         # recorded apart (`ap<j>_r`, the rest in `an_r`) so that another warp's accesses through
         # the same partition, which touch other elements, are not taken for conflicts.
@@ -289,10 +321,10 @@ class Lowering:
 
     # ------------------------------------------------------------------ variable names
     def W(self, g: Group) -> int:
-        return 1 << (2 * g.bit)
+        return 1 << g.wpos if g.wpos is not None else 0  # 0: the group writes no tracked region
 
     def R(self, g: Group) -> int:
-        return 1 << (2 * g.bit + 1)
+        return 1 << g.rpos if g.rpos is not None else 0  # 0: the group reads no tracked region
 
     @staticmethod
     def cov(g: Group, r: int) -> str:
@@ -322,8 +354,8 @@ class Lowering:
         p = self.k.processes[pi]
         groups = self.lane_groups(pi, mask)
         all_groups = [self.group_of[(pi, ci)] for ci in range(len(p.lane_classes))]
-        read_mask = self._read_mask()
         for r in self.tracked_ids:
+            read_mask = self._read_mask(r)
             for g in groups:
                 out.append(f"{dest_prefix}_{r} = {dest_prefix}_{r} | {self.cov(g, r)}")
             if reads_from_whole_warp:
@@ -339,24 +371,24 @@ class Lowering:
                 out.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {src_prefix}_{r}")
         return out
 
-    def _read_mask(self) -> int:
+    def _read_mask(self, r: int) -> int:
+        """The read bits of region `r` (bit positions are per region: see `_plan`)."""
         m = 0
-        for g in self.groups:
-            if g.bit is not None:
-                m |= self.R(g)
+        for gi in self.region_groups.get(r, ()):
+            m |= self.R(self.groups[gi])
         return m
 
-    def _write_mask(self) -> int:
+    def _write_mask(self, r: int) -> int:
         m = 0
-        for g in self.groups:
-            if g.bit is not None:
-                m |= self.W(g)
+        for gi in self.region_groups.get(r, ()):
+            m |= self.W(self.groups[gi])
         return m
 
-    def own_bits(self, pi: int) -> int:
+    def own_bits(self, pi: int, r: int) -> int:
         m = 0
-        for g in self.groups:
-            if g.process == pi and g.lane_class is not None and g.bit is not None:
+        for gi in self.region_groups.get(r, ()):
+            g = self.groups[gi]
+            if g.process == pi and g.lane_class is not None:
                 m |= self.W(g) | self.R(g)
         return m
 
@@ -378,7 +410,7 @@ class Lowering:
         j = self.parts[r].index(part)
         terms = [f"an_{r}"] + [f"ap{i}_{r}" for i in range(len(self.parts[r])) if i != j]
         cg = self.cp_group.get(pi)
-        if cg is not None and cg.bit is not None:
+        if cg is not None and cg.index in self.region_groups.get(r, ()):
             terms.append(f"(ap{j}_{r} & {self.W(cg)})")
         return "(" + " | ".join(terms) + ")"
 
@@ -389,7 +421,7 @@ class Lowering:
         if r not in self.async_read_kinds or r not in self.tracked_ids:
             return []
         # The warp's own asynchronous reads count too: its lanes see them only once retired.
-        return [f"assert((ar_{r} & ~{self.own_bits(pi)} & ~{self.cov(g, r)}) == 0)"]
+        return [f"assert((ar_{r} & ~{self.own_bits(pi, r)} & ~{self.cov(g, r)}) == 0)"]
 
     def complete_phase(self, b: int) -> str:
         e = self.expected.get(b, 1)
@@ -491,7 +523,7 @@ class Lowering:
                 tg = self.tma_group[pi]
                 issuer = self.lane_groups(pi, op.lanes)[0]
                 stmts += self.async_reads_seen(r, pi, issuer)
-                stmts.append(f"assert((a_{r} & {self._read_mask()} & ~{self.cov(issuer, r)}) == 0)")
+                stmts.append(f"assert((a_{r} & {self._read_mask(r)} & ~{self.cov(issuer, r)}) == 0)")
                 stmts += self.record(r, self.W(tg))
                 stmts += self.clear_bit(r, self.W(tg))
             name = op.region.name if op.region else "shared memory"
@@ -504,7 +536,7 @@ class Lowering:
                 r = op.region.index
                 issuer = self.lane_groups(pi, op.lanes)[0]
                 bg = self.bulk_group[pi]
-                stmts.append(f"assert((a_{r} & {self._write_mask()} & ~{self.cov(issuer, r)}) == 0)")
+                stmts.append(f"assert((a_{r} & {self._write_mask(r)} & ~{self.cov(issuer, r)}) == 0)")
                 stmts.append(f"assert(u_{r} == 0)")
                 stmts += self.record(r, self.R(bg))
                 stmts += self.clear_bit(r, self.R(bg))
@@ -537,12 +569,12 @@ class Lowering:
             stmts = []
             if r in self.tracked_ids:
                 cg = self.cp_group[pi]
-                own = self.own_bits(pi)
+                own = self.own_bits(pi, r)
                 seen = self.conflicts(r, op.part, pi)
                 for g in self.lane_groups(pi, op.lanes):
                     # The issuing lanes must have seen every read of the elements they overwrite.
                     stmts += self.async_reads_seen(r, pi, g)
-                    stmts.append(f"assert(({seen} & {self._read_mask()} & ~{own} & ~{self.cov(g, r)}) == 0)")
+                    stmts.append(f"assert(({seen} & {self._read_mask(r)} & ~{own} & ~{self.cov(g, r)}) == 0)")
                 stmts += self.record(r, self.W(cg), op.part)
                 stmts += self.clear_bit(r, self.W(cg))
             self.emit(indent + (self.dstep(stmts) if stmts else "skip"),
@@ -568,10 +600,10 @@ class Lowering:
             unit = "a warpgroup MMA (wgmma)" if op.kind == "wgmma" else "a tcgen05.ld"
             if r in self.tracked_ids:
                 ag = self.ar_group[pi]
-                own = self.own_bits(pi)
+                own = self.own_bits(pi, r)
                 for g in self.lane_groups(pi, op.lanes):
                     # The operand must be visible to the issuing lanes (read-after-write).
-                    stmts.append(f"assert((a_{r} & {self._write_mask()} & ~{own} & ~{self.cov(g, r)}) == 0)")
+                    stmts.append(f"assert((a_{r} & {self._write_mask(r)} & ~{own} & ~{self.cov(g, r)}) == 0)")
                 # The read goes on in the background: nobody (not even the issuing lanes) has it
                 # ordered before them until the retiring wait.
                 stmts += self.record(r, self.R(ag))
@@ -605,19 +637,19 @@ class Lowering:
             stmts = []
             if op.region.space == "smem" and op.region.cta != p.cta:
                 stmts.append(f"assert(dead[{op.region.cta}] == 0)")
-            own = self.own_bits(pi)
+            own = self.own_bits(pi, r)
             seen = self.conflicts(r, op.part, pi)
             for g in self.lane_groups(pi, op.lanes):
                 if op.write:
                     stmts += self.async_reads_seen(r, pi, g)
-                    stmts.append(f"assert(({seen} & {self._read_mask()} & ~{own} & ~{self.cov(g, r)}) == 0)")
+                    stmts.append(f"assert(({seen} & {self._read_mask(r)} & ~{own} & ~{self.cov(g, r)}) == 0)")
                     stmts += self.record(r, self.W(g), op.part)
                     stmts += self.clear_bit(r, self.W(g), keep=self.cov(g, r))
                     stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.W(g)}")
                     if r in self.async_read_regions:
                         stmts.append(f"u_{r} = u_{r} | {self.W(g)}")
                 else:
-                    stmts.append(f"assert(({seen} & {self._write_mask()} & ~{own} & ~{self.cov(g, r)}) == 0)")
+                    stmts.append(f"assert(({seen} & {self._write_mask(r)} & ~{own} & ~{self.cov(g, r)}) == 0)")
                     stmts += self.record(r, self.R(g), op.part)
                     stmts += self.clear_bit(r, self.R(g), keep=self.cov(g, r))
                     stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.R(g)}")
@@ -641,7 +673,7 @@ class Lowering:
             if op.kind == "proxy_async_shared":
                 for r in self.tracked_ids & self.async_read_regions:
                     for g in self.lane_groups(pi, op.lanes or 1):
-                        stmts.append(f"u_{r} = u_{r} & ~({self.cov(g, r)} & {self._write_mask()})")
+                        stmts.append(f"u_{r} = u_{r} & ~({self.cov(g, r)} & {self._write_mask(r)})")
             self.emit(indent + (self.dstep(stmts) if stmts else "skip"),
                       info({"proxy_async_shared": "fences generic writes for the async proxy",
                             "proxy_async_global": "fences global writes for the async proxy",
