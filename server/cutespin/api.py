@@ -136,6 +136,8 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
             timings["cached"] = 1.0
         if run.status == "error":
             findings = findings_from_run(k, pm, run)
+            if not findings:  # an error the trail does not explain is no proof either
+                reason = f"the search stopped on an error it could not explain ({run.error}); nothing is proven"
         elif run.status == "incomplete":
             reason = f"the search hit the {run.incomplete} bound after {run.states} states; nothing is proven"
     suppressed = []
