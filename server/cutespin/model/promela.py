@@ -177,6 +177,10 @@ class Lowering:
                 g = Group(len(self.groups), pi, None, f"asynchronous reads (wgmma / tcgen05.ld) issued by {p.role}")
                 self.groups.append(g)
                 self.ar_group[pi] = g
+        # Barriers some warp waits on: only their phases carry release sets to anyone (the sets of
+        # a barrier nobody waits on are never read, so they are not kept).
+        self.waited = sorted({op.bar.index for p in k.processes for v in p.variants for op in ir.walk(v)
+                              if isinstance(op, ir.MbWait)})
         # Tracked regions: touched by two or more agents, at least one of them writing.
         touch: dict = {}
         writes: dict = {}
@@ -263,6 +267,11 @@ class Lowering:
                 g.rpos = next(free)
         nbits = 1 + max(pos for gi in need for pos in (self.groups[gi].wpos, self.groups[gi].rpos)
                         if pos is not None) if need else 0
+        # Each region's bit masks are declared just wide enough for its positions (`unsigned x : w`
+        # packs them in the state vector).
+        self.width = {r: 1 + max([p for gi in self.region_groups.get(r, ())
+                                  for p in (self.groups[gi].wpos, self.groups[gi].rpos) if p is not None] or [0])
+                      for r in self.tracked_ids}
         if nbits > MAX_BITS:
             raise TooManyGroups(f"{len(need)} agents access shared buffers, {nbits} access bits needed "
                                 f"(a write or a read of an agent, shared by agents with no buffer in common); "
@@ -332,8 +341,8 @@ class Lowering:
 
     def holders(self, r: int) -> list:
         hs = [self.cov(g, r) for g in self.groups if g.lane_class is not None]
-        hs += [f"br{b}_{r}" for b in range(len(self.k.barriers))]
-        hs += [f"bd{b}_{r}" for b in range(len(self.k.barriers))]
+        hs += [f"br{b}_{r}" for b in self.waited]
+        hs += [f"bd{b}_{r}" for b in self.waited]
         hs += [f"na{i}_{r}" for i in range(len(self.named))]
         hs += [f"nd{i}_{r}" for i in range(len(self.named))]
         hs += [f"ka{c}_{r}" for c in self.clusters] + [f"kd{c}_{r}" for c in self.clusters]
@@ -426,7 +435,7 @@ class Lowering:
     def complete_phase(self, b: int) -> str:
         e = self.expected.get(b, 1)
         moves = []
-        for r in self.tracked_ids:
+        for r in self.tracked_ids if b in self.waited else ():
             moves += [f"bd{b}_{r} = br{b}_{r}", f"br{b}_{r} = 0"]
         body = "; ".join([f"mb_ph[{b}] = (mb_ph[{b}] + 1) % 4", f"mb_p[{b}] = {e}", f"mb_t[{b}] = 0"] + moves)
         return f"if :: (mb_p[{b}] == 0 && mb_t[{b}] == 0) -> {body} :: else -> skip fi"
@@ -492,7 +501,7 @@ class Lowering:
             if op.release and not publishes:
                 self.narrow_sites.append((op.span, pi, f"remote arrive on {op.bar.name} at CTA scope does not "
                                                    f"release this CTA's writes to the peer"))
-            if publishes:
+            if publishes and b in self.waited:
                 stmts += self.release_into(f"br{b}", pi, op.lanes, reads_from_whole_warp=not k.strict)
             stmts.append(self.complete_phase(b))
             what = f"arrives on {op.bar.name} ({op.count} arrival{'s' if op.count != 1 else ''}" + (
@@ -872,7 +881,7 @@ class Lowering:
                 names.append(f"ar_{r}")
             if r in self.parts:
                 names += [f"an_{r}"] + [f"ap{j}_{r}" for j in range(len(self.parts[r]))]
-            L("int " + ", ".join(names) + ";", None)
+            L("; ".join(f"unsigned {n} : {self.width[r]}" for n in names) + ";", None)
         L("byte cfg;", None)
         if self.k.shared_conditions:
             L(f"byte uc[{len(self.k.shared_conditions)}];", None)
@@ -882,7 +891,7 @@ class Lowering:
             proc_names[pname] = p.role
             L(f"proctype {pname}() {{", None)
             locals_ = ["byte sg = 0", "bit cg = 0"]
-            locals_ += [f"int t_{r}" for r in sorted(self.tracked_ids)]
+            locals_ += [f"unsigned t_{r} : {self.width[r]}" for r in sorted(self.tracked_ids)]
             L("  " + "; ".join(locals_) + ";", None)
             # The whole body is one atomic sequence: it loses atomicity only at a blocking wait, so
             # each warp runs from one wait to the next without interleaving (a Lipton reduction:
@@ -915,7 +924,7 @@ class Lowering:
             L("end_tma: do", None)
             for (pi, b, r, tx), s in self.tma_slots.items():
                 stmts = [f"tq{s} == 1", f"tq{s} = 0", f"mb_t[{b}] = mb_t[{b}] - {tx}"]
-                if r in self.tracked_ids:
+                if r in self.tracked_ids and b in self.waited:
                     tg = self.tma_group[pi]
                     stmts.append(f"br{b}_{r} = br{b}_{r} | {self.W(tg)}")
                 stmts.append(self.complete_phase(b))
