@@ -421,6 +421,8 @@ class KernelModel:
     # Sibling modules of the package whose code the model includes (an editor re-checks the
     # kernel when one of them changes).
     deps: list = field(default_factory=list)
+    # The loop bound was chosen (a `loop` pin or the loop-bound setting), not defaulted.
+    loop_chosen: bool = False
 
 
 def arrivals_per_phase(k: "KernelModel", bar_index: int):

@@ -1084,6 +1084,6 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         configs=configs, assumptions=list(registry.assumptions),
         unmodeled=sorted(registry.unmodeled.values(), key=lambda u: (u.path, u.line, u.construct)),
         bounds=bounds, static_findings=list(registry.statics), strict=settings.strict, deps=deps,
-        shared_conditions=list(registry.shared_sites),
+        shared_conditions=list(registry.shared_sites), loop_chosen=env.loop_bound is not None,
     )
 
