@@ -267,11 +267,9 @@ class Lowering:
                 g.rpos = next(free)
         nbits = 1 + max(pos for gi in need for pos in (self.groups[gi].wpos, self.groups[gi].rpos)
                         if pos is not None) if need else 0
-        # Each region's bit masks are declared just wide enough for its positions (`unsigned x : w`
-        # packs them in the state vector).
-        self.width = {r: 1 + max([p for gi in self.region_groups.get(r, ())
-                                  for p in (self.groups[gi].wpos, self.groups[gi].rpos) if p is not None] or [0])
-                      for r in self.tracked_ids}
+        # Bit masks are declared just wide enough for every position in use (`unsigned x : w`
+        # packs them in the state vector when w is small).
+        self.width = {r: max(nbits, 1) for r in self.tracked_ids}
         if nbits > MAX_BITS:
             raise TooManyGroups(f"{len(need)} agents access shared buffers, {nbits} access bits needed "
                                 f"(a write or a read of an agent, shared by agents with no buffer in common); "
