@@ -212,7 +212,7 @@ def iter_check(text: str, path: str, settings: Settings, token: Optional[CancelT
 
 def _at_smaller_bounds(kr: KernelResult, text: str, path: str, settings: Settings, tools, token, lines):
     """A search cut short by time or memory at the *default* loop bound is repeated at smaller
-    bounds, down to 1. The result says so: its bound is the smaller one and an assumption names
+    bounds (half of it, then 1). The result says so: its bound is the smaller one and an assumption names
     the bound whose search was cut short (docs/policies.md P9). A bound the user chose (setting
     or `loop` pin) is kept as it is."""
     run, bound = kr.run, kr.bounds.get("loop")
@@ -220,7 +220,8 @@ def _at_smaller_bounds(kr: KernelResult, text: str, path: str, settings: Setting
             or run.incomplete not in ("time", "memory") or kr.unmodeled or kr.model is None
             or kr.model.loop_chosen or not isinstance(bound, int) or bound <= 1):
         return kr
-    for b in range(bound - 1, 0, -1):
+    # At most two more searches (half the bound, then 1): each may take the whole time bound again.
+    for b in sorted({max(1, bound // 2), 1}, reverse=True):
         if token is not None and token.cancelled:
             raise Cancelled()
         smaller = settings.with_overrides(loop_bound=b)
