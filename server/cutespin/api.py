@@ -136,6 +136,8 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
             timings["cached"] = 1.0
         if run.status == "error":
             findings = findings_from_run(k, pm, run)
+            if not findings:  # an error the trail does not explain is no proof either
+                reason = f"the search stopped on an error it could not explain ({run.error}); nothing is proven"
         elif run.status == "incomplete":
             reason = f"the search hit the {run.incomplete} bound after {run.states} states; nothing is proven"
     suppressed = []
@@ -203,8 +205,39 @@ def iter_check(text: str, path: str, settings: Settings, token: Optional[CancelT
         if token is not None and token.cancelled:
             raise Cancelled()
         kr = run_kernel(k, settings, tools, token, lines)
+        kr = _at_smaller_bounds(kr, text, path, settings, tools, token, lines)
         kr.timings["frontend"] = frontend
         yield kr
+
+
+def _at_smaller_bounds(kr: KernelResult, text: str, path: str, settings: Settings, tools, token, lines):
+    """A search cut short by time or memory at the *default* loop bound is repeated at smaller
+    bounds (half of it, then 1). The result says so: its bound is the smaller one and an assumption names
+    the bound whose search was cut short (docs/policies.md P9). A bound the user chose (setting
+    or `loop` pin) is kept as it is."""
+    run, bound = kr.run, kr.bounds.get("loop")
+    if (kr.verdict != "inconclusive" or run is None or run.status != "incomplete"
+            or run.incomplete not in ("time", "memory") or kr.unmodeled or kr.model is None
+            or kr.model.loop_chosen or not isinstance(bound, int) or bound <= 1):
+        return kr
+    # At most two more searches (half the bound, then 1): each may take the whole time bound again.
+    for b in sorted({max(1, bound // 2), 1}, reverse=True):
+        if token is not None and token.cancelled:
+            raise Cancelled()
+        smaller = settings.with_overrides(loop_bound=b)
+        k = next((m for m in build_models(text, path, smaller) if m.qualname == kr.qualname), None)
+        if k is None:
+            return kr
+        got = run_kernel(k, smaller, tools, token, lines)
+        if got.verdict == "inconclusive" and got.run is not None and got.run.status == "incomplete":
+            continue
+        if got.verdict == "inconclusive":
+            return kr
+        got.assumptions.append(f"the search within the default loop bound {bound} was cut short ({kr.reason}); "
+                               f"this verdict is for runtime loops of at most {b} trips")
+        got.model.loop_chosen = False
+        return got
+    return kr
 
 
 def check_source(text: str, path: str, settings: Settings, token: Optional[CancelToken] = None,

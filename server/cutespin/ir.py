@@ -148,6 +148,9 @@ class TmaLoad(Op):
     tx: int
     lanes: int
     tx_known: bool = True
+    # A cta_group::2 load issued by the pair's leader: with byte counts not known, the leader's
+    # expect counts the peer CTA's matching copy too (frontend `_units_in`).
+    pair: bool = False
 
 
 @dataclass
@@ -423,6 +426,8 @@ class KernelModel:
     # Sibling modules of the package whose code the model includes (an editor re-checks the
     # kernel when one of them changes).
     deps: list = field(default_factory=list)
+    # The loop bound was chosen (a `loop` pin or the loop-bound setting), not defaulted.
+    loop_chosen: bool = False
 
 
 def arrivals_per_phase(k: "KernelModel", bar_index: int):

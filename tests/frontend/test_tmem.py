@@ -236,3 +236,50 @@ def test_starred_elements_splice_into_tuple_displays():
     k = build_models(src, "k.py", Settings())[0]
     bars = [op for op in ir.walk(k.processes[0].variants[-1]) if isinstance(op, ir.NamedBarrier) and op.barrier_id == 2]
     assert [b.threads for b in bars] == [160]
+
+
+def test_two_cta_tmem_allocator_meets_the_peer_before_freeing():
+    # is_two_cta: the constructor initialises the dealloc mbarrier (32 arrivals) on the allocator
+    # warp; free() arrives with all 32 lanes on the peer CTA's dealloc barrier, waits on its own,
+    # then deallocates this CTA's TMEM.
+    from ..kernels import kernel_source
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+holder = smem.allocate_array(cutlass.Int32, 1)
+dbar = smem.allocate_array(cutlass.Int64, 1)
+tm = cutlass.utils.TmemAllocator(holder, barrier_for_retrieve=pipeline.NamedBarrier(barrier_id=1, num_threads=64),
+                         is_two_cta=True, two_cta_tmem_dealloc_mbar_ptr=dbar)
+cute.arch.cluster_arrive_relaxed()
+cute.arch.cluster_wait()
+tm.allocate(256)
+tm.wait_for_alloc()
+ptr = tm.retrieve_ptr(cutlass.Float32)
+tm.free(ptr)
+""", cluster="(2, 1, 1)", grid="(2, 1, 1)")
+    k = build_models(src, "k.py", Settings())[0]
+    assert not k.unmodeled, k.unmodeled
+    assert any("2-CTA TMEM allocation" in a for a in k.assumptions)
+    for cta in (0, 1):
+        w0 = [op for op in ir.walk(next(p for p in k.processes if p.cta == cta and p.warp == 0).variants[-1])]
+        inits = [op for op in w0 if isinstance(op, ir.MbInit)]
+        assert len(inits) == 1 and inits[0].count == 32 and inits[0].bar.cta == cta
+        tail = [op for op in w0 if isinstance(op, (ir.MbArrive, ir.MbWait)) or
+                isinstance(op, ir.Access) and op.what == "dealloc"]
+        arrive, wait = tail
+        assert isinstance(arrive, ir.MbArrive) and arrive.bar.cta == 1 - cta and arrive.count == 32 and arrive.remote
+        assert isinstance(wait, ir.MbWait) and wait.bar.cta == cta and wait.parity == 0
+        w1 = [op for op in ir.walk(next(p for p in k.processes if p.cta == cta and p.warp == 1).variants[-1])]
+        assert not [op for op in w1 if isinstance(op, (ir.MbArrive, ir.MbWait, ir.MbInit))]
+
+
+def test_two_cta_tmem_allocator_without_a_cluster_is_reported():
+    from ..kernels import kernel_source
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+holder = smem.allocate_array(cutlass.Int32, 1)
+tm = cutlass.utils.TmemAllocator(holder, barrier_for_retrieve=pipeline.NamedBarrier(barrier_id=1, num_threads=64),
+                         is_two_cta=True)
+tm.allocate(256)
+""")
+    k = build_models(src, "k.py", Settings())[0]
+    assert [u for u in k.unmodeled if u.construct == "TmemAllocator.allocate"]

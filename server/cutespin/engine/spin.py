@@ -271,24 +271,33 @@ def check_model(text: str, tools: Tools, *, timeout: float = 20.0, depth: int = 
             raise ToolError(f"`{tools.spin} -a` failed (exit {rc}) without building a verifier: the SPIN "
                             f"installation looks broken; reinstall it (`sudo apt-get install spin`). Its output:\n"
                             f"{out.strip()[-1000:]}")
-        t0 = time.monotonic()
-        cc = compile_command(tools, memory_mb, 4096 if len(text) > 50_000 else 2048)
-        try:
-            rc, out, _ = _run(cc, tmp, max(1.0, timeout - (time.monotonic() - start)), token)
-        except BoundHit:
-            return RunResult(status="incomplete", incomplete="time", seconds=time.monotonic() - start,
-                             timings={**timings, "compile": time.monotonic() - t0})
-        timings["compile"] = time.monotonic() - t0
-        if rc != 0 or not os.path.exists(os.path.join(tmp, "pan")):
-            if rc > 0 and re.search(r"\bpan\.[chmbt]:\d+", out) and not _install_problem(out):
-                raise InternalError(f"`{tools.compiler_name}` could not build pan.c:\n{out.strip()[:2000]}")
-            raise ToolError(f"the C compiler `{tools.compiler}` failed (exit {rc}) building SPIN's verifier: "
-                            f"reinstall it (`sudo apt-get install tcc`, or gcc). Its output:\n{out.strip()[-1000:]}")
-        remaining = max(0.5, timeout - (time.monotonic() - start))
-        t0 = time.monotonic()
-        rc, out, interrupted = _run(["./pan", "-n", f"-m{depth}", f"-w{_hash_width(200_000)}", "-c1"], tmp,
-                                    remaining, token, interrupt_after=remaining)
-        timings["pan"] = time.monotonic() - t0
+        vectorsz = 4096 if len(text) > 50_000 else 2048
+        for attempt in range(2):
+            t0 = time.monotonic()
+            cc = compile_command(tools, memory_mb, vectorsz)
+            try:
+                rc, out, _ = _run(cc, tmp, max(1.0, timeout - (time.monotonic() - start)), token)
+            except BoundHit:
+                return RunResult(status="incomplete", incomplete="time", seconds=time.monotonic() - start,
+                                 timings={**timings, "compile": time.monotonic() - t0})
+            timings["compile"] = timings.get("compile", 0.0) + time.monotonic() - t0
+            if rc != 0 or not os.path.exists(os.path.join(tmp, "pan")):
+                if rc > 0 and re.search(r"\bpan\.[chmbt]:\d+", out) and not _install_problem(out):
+                    raise InternalError(f"`{tools.compiler_name}` could not build pan.c:\n{out.strip()[:2000]}")
+                raise ToolError(f"the C compiler `{tools.compiler}` failed (exit {rc}) building SPIN's verifier: "
+                                f"reinstall it (`sudo apt-get install tcc`, or gcc). Its output:\n"
+                                f"{out.strip()[-1000:]}")
+            remaining = max(0.5, timeout - (time.monotonic() - start))
+            t0 = time.monotonic()
+            rc, out, interrupted = _run(["./pan", "-n", f"-m{depth}", f"-w{_hash_width(200_000)}", "-c1"], tmp,
+                                        remaining, token, interrupt_after=remaining)
+            timings["pan"] = timings.get("pan", 0.0) + time.monotonic() - t0
+            # A state vector larger than the compiled bound: pan stops at depth 0. Rebuild once
+            # with room for it (the model is the same; only the verifier's buffer grows).
+            m = re.search(r"VECTORSZ too small, recompile pan.c with -DVECTORSZ=N with N>(\d+)", out)
+            if not m or attempt:
+                break
+            vectorsz = (int(m.group(1)) // 1024 + 2) * 1024
         if interrupted and rc < 0 and "errors:" not in out:
             # Past the time bound pan ignored SIGINT and was killed: a cut-short search, not a crash.
             return RunResult(status="incomplete", incomplete="time", raw=out, seconds=time.monotonic() - start,
@@ -339,6 +348,11 @@ def parse_pan(out: str) -> RunResult:
         m = re.search(r"errors: (\d+)", out)
         if m and int(m.group(1)) > 0:
             res.status, res.error = "error", "other"
+            # pan counts an abort (VECTORSZ, memory, ...) as an error: the search was cut short.
+            for marker, bound in INCOMPLETE_MARKERS.items():
+                if marker in out:
+                    res.status, res.error, res.incomplete = "incomplete", None, bound
+                    break
     if res.status == "ok":
         for marker, bound in INCOMPLETE_MARKERS.items():
             if marker in out:

@@ -16,7 +16,8 @@ from ..config import Settings
 from . import interp as I
 from .discover import KernelSite, ModuleInfo, class_methods, discover, self_assignments
 from .project import Project
-from .values import FULL_MASK, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET, Gmem, ModuleRef, SelfObj, Smem, TmaAtom, Unknown
+from .values import (FULL_MASK, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET, CtaGroupOp, Gmem, ModuleRef, SelfObj, Smem,
+                     TmaAtom, Unknown)
 
 DEFAULT_LOOP_BOUND = 3
 
@@ -203,6 +204,8 @@ def _key_host_attributes(self_obj: SelfObj):
 def _uniform_argument(name: str, v):
     """A kernel argument the front end cannot fold is the same for every thread of the launch:
     a CTA-uniform leaf (P14)."""
+    if isinstance(v, CtaGroupOp):
+        return replace(v, key=I._leaf("arg", name))  # keeps its CTA group (`tiled_mma.thr_id`)
     return Unknown(v.why, key=I._leaf("arg", name)) if isinstance(v, Unknown) else v
 
 
@@ -351,7 +354,7 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
         if hit:
             v = pv
             assumptions.append(f"{n} = {pv} (pinned)")
-        elif v is None or isinstance(v, Unknown):
+        elif v is None or isinstance(v, Unknown) and not isinstance(v, CtaGroupOp):
             if p.default is not None:
                 v = _quiet_interp(info, self_obj, methods).eval(p.default)
             else:
@@ -360,6 +363,8 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
             v = Gmem(n)
         if isinstance(v, Gmem) and v.name != n and not v.is_ptr:
             v = Gmem(n)
+        if isinstance(v, TmaAtom) and v.name != n:
+            v = TmaAtom(n, v.ctas)
         params[n] = _uniform_argument(n, v)
 
     if "block" in pins:
@@ -727,7 +732,7 @@ class _Converter:
             region = self.n.region(op.dst) if op.dst is not None else None
             nbytes = op.nbytes if op.nbytes is not None else op.dst.nbytes if op.dst is not None else None
             return ir.TmaLoad(op.span, self.n.barrier(op.bar), region, nbytes or 0, self.lanes(op.mask),
-                              tx_known=nbytes is not None)
+                              tx_known=nbytes is not None, pair=op.pair)
         if isinstance(op, I.RawTmaStore):
             return ir.TmaStore(op.span, self.n.region(op.src), self.lanes(op.mask),
                                self.n.region(op.dst) if isinstance(op.dst, Gmem) else None)
@@ -788,14 +793,18 @@ def _assign_tx_units(processes: list, registry: I.Registry):
     if not unknown_bars:
         return
     names = {}
+    pairs: set = set()
     for p in processes:
         for ops in p.variants:
-            _units_in(ops, unknown_bars, names)
+            _units_in(ops, unknown_bars, names, pairs)
     for name in sorted(set(names.values())):
         registry.assume(f"transaction bytes on {name} match the TMA copies that complete it (byte counts not foldable)")
+    for name in sorted(pairs):
+        registry.assume(f"2-CTA TMA: the pair leader's expected bytes on {name} cover, for each copy it issues, the "
+                        f"same copy issued by its peer CTA (byte counts not foldable)")
 
 
-def _units_in(ops, unknown_bars, names):
+def _units_in(ops, unknown_bars, names, pairs):
     pending = []  # expect ops waiting for their copies, in order
     for op in ir.walk(ops):
         if isinstance(op, (ir.MbArrive, ir.MbExpectTx)) and op.bar.index in unknown_bars and (
@@ -809,7 +818,9 @@ def _units_in(ops, unknown_bars, names):
             op.tx_known = True
             expect = next((e for e in reversed(pending) if e.bar.index == op.bar.index), None)
             if expect is not None:
-                expect.tx += 1
+                expect.tx += 2 if op.pair else 1
+                if op.pair:
+                    pairs.add(op.bar.name)
 
 
 def _package_notes(info: ModuleInfo, registry: I.Registry) -> list:
@@ -1213,6 +1224,6 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         configs=configs, assumptions=list(registry.assumptions),
         unmodeled=sorted(registry.unmodeled.values(), key=lambda u: (u.path, u.line, u.construct)),
         bounds=bounds, static_findings=list(registry.statics), strict=settings.strict, deps=deps,
-        shared_conditions=list(registry.shared_sites),
+        shared_conditions=list(registry.shared_sites), loop_chosen=env.loop_bound is not None,
     )
 

@@ -24,7 +24,7 @@ from .values import _flatten as _flat
 from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, ClassRef, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LambdaRef,
     LaneVal, Layout, LibraryCreate, ModuleRef, NamedBarrierObj, PartialRef, Record, Rmem, SelfObj, Smem, Storage,
-    SuperRef, TmaAtom, TmemAllocatorObj, TryWaitResult, Unknown, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET,
+    SuperRef, TmaAtom, TmaInfo, TmemAllocatorObj, CtaGroupOp, TryWaitResult, Unknown, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET,
 )
 
 MBARRIER_MAX = (1 << 20) - 1
@@ -1283,6 +1283,10 @@ class KernelInterp:
             return base.shape
         if isinstance(base, (P.PipeState, P.Handle, P.Participant)):
             return P.attribute(base, attr)
+        if isinstance(base, TmaInfo) and attr in ("atom", "tma_tensor"):
+            return base[0] if attr == "atom" else base[1]
+        if isinstance(base, CtaGroupOp) and attr == "thr_id":
+            return Layout(base.ctas)  # the MMA's CTA layout: (2) for a 2-CTA pair
         if isinstance(base, Unknown):
             if is_stage_count_name(attr):
                 # `self.config.smem_stages`: a stage count of a host object, defaulted like the
@@ -1603,6 +1607,8 @@ class KernelInterp:
         else:
             name = self.callee_name(func) if func is not None else ""
         handler = CALLS.get(name)
+        if handler is None and name.startswith("cute.nvgpu.tcgen05.Mma") and name.endswith("Op"):
+            handler = h_mma_op
         if handler is not None:
             return handler(self, args, kwargs, node)
         return self.unknown_call(name, args, kwargs, node)
@@ -2177,6 +2183,7 @@ class RawTmaLoad(ir.Op):
     dst: Optional[Smem]
     mask: int
     nbytes: Optional[int] = None  # bytes completed when not the destination's (a CLC response)
+    pair: bool = False  # a 2-CTA load by the pair leader (see ir.TmaLoad.pair)
 
 
 @dataclass
@@ -2764,8 +2771,16 @@ def h_copy(it: KernelInterp, args, kwargs, node):
             it.unmodeled(node, "TMA copy", "the transaction barrier could not be resolved")
             return None
         mcast = kwargs.get("mcast_mask")
+        pair = isinstance(atom, TmaAtom) and atom.ctas == 2 and it.ctx.cluster > 1
+        rank = it.ctx.cta % it.ctx.cluster
+        if pair and (mcast is None or _is_int(mcast) and int(mcast) == 1 << rank):
+            # cta_group::2: the data lands here, the bytes complete on the pair leader's barrier.
+            leader = _pair_leader(it, it.ctx.cta)
+            it.emit(RawTmaLoad(span, bar.at(cta=leader, remote=leader != it.ctx.cta),
+                               dst if isinstance(dst, Smem) else None, it.mask, pair=leader == it.ctx.cta))
+            return None
         if mcast is not None and it.ctx.cluster > 1:
-            return _tma_multicast(it, bar, dst, mcast, node)
+            return _tma_multicast(it, bar, dst, mcast, node, pair)
         it.emit(RawTmaLoad(span, bar, dst if isinstance(dst, Smem) else None, it.mask))
         return None
     if "mbar_ptr" in kwargs:
@@ -2828,6 +2843,9 @@ PER_THREAD_PARTITION = ("per-thread partitions (`thr.partition_S/D(buf)`, `local
                         "threads' accesses through the same partition call site touch different elements")
 TMEM_MMA = ("TMEM: a tcgen05 MMA's accumulator write (and TMEM operand read) is taken at issue by the issuing "
             "thread; its completion is what that thread's tcgen05.commit signals")
+TMEM_MMA_PAIR = ("2-CTA MMA (cta_group::2): the MMA the pair leader issues reads the SMEM operands of both CTAs of "
+                 "the pair and writes both CTAs' accumulators, all at issue; the leader's tcgen05.commit signals their "
+                 "completion")
 TMEM_LD_REGS = ("TMEM: reading the registers a tcgen05.ld filled (`.load()`, a copy or MMA from them) waits for "
                 "the thread's loads like fence_view_async_tmem_load() (the values cannot be used before they land)")
 TMEM_ST = ("TMEM: tcgen05.st / tcgen05.cp into TMEM are taken as complete at issue; fence_view_async_tmem_store() "
@@ -2952,19 +2970,57 @@ def h_griddepcontrol(it, args, kwargs, node):
     return None
 
 
+TMEM_PAIR = ("2-CTA TMEM allocation: each CTA's allocator warp allocates and frees its own CTA's columns; the "
+             "pair's collective tcgen05.alloc / dealloc is taken to order nothing between the two CTAs (the "
+             "dealloc mbarrier rendezvous of TmemAllocator.free is modeled)")
+
+
 def h_tmem_allocator(it, args, kwargs, node):
-    return TmemAllocatorObj(_kw(args, kwargs, 0, "alloc_result_dst_smem_ptr"), kwargs.get("barrier_for_retrieve"),
-                            kwargs.get("allocator_warp_id", 0), kwargs.get("is_two_cta", False))
+    """`TmemAllocator(holder, barrier_for_retrieve=nb, allocator_warp_id=w, is_two_cta=..)`. 2-CTA:
+    the constructor initialises the dealloc mbarrier (count 32) on the allocator warp's elected
+    lane, then every thread runs mbarrier_init_fence() (cute-sync-api.md §10)."""
+    holder = _kw(args, kwargs, 0, "alloc_result_dst_smem_ptr")
+    warp, two = kwargs.get("allocator_warp_id", 0), kwargs.get("is_two_cta", False)
+    line = it.span(node).line
+    if holder is None:  # auto-allocated in the reserved SMEM partition
+        holder = Smem(alloc=f"reserved@{line}.tmem_holder", label="tmem_holding_buf", cta=it.ctx.cta)
+    dealloc = None
+    if two is True:
+        dealloc = kwargs.get("two_cta_tmem_dealloc_mbar_ptr")
+        if dealloc is None:
+            dealloc = Smem(alloc=f"reserved@{line}.tmem_dealloc", label="tmem_dealloc_mbar", cta=it.ctx.cta)
+        if isinstance(dealloc, Smem) and kwargs.get("initialize_mbarrier", True) is True and _is_int(warp):
+            if it.ctx.warp == warp:
+                saved = it.mask
+                it.mask = _lowest(it.mask)
+                it.elected_lanes.add(it.mask.bit_length() - 1)
+                if it.mask:
+                    it.emit(RawInit(it.span(node), dealloc, 32))
+                it.mask = saved
+            it.emit(ir.MbInitFence(it.span(node)))
+    return TmemAllocatorObj(holder, kwargs.get("barrier_for_retrieve"), warp, two, dealloc)
 
 
 def tmem_allocator_method(it, t: TmemAllocatorObj, meth, args, kwargs, node):
-    if t.two_cta is not False:
-        it.unmodeled(node, f"TmemAllocator.{meth}", "2-CTA TMEM allocation is not modeled")
+    if t.two_cta is not False and not (t.two_cta is True and it.ctx.cluster >= 2 and isinstance(t.dealloc_bar, Smem)):
+        why = "2-CTA TMEM allocation outside a cluster of 2 or more CTAs" if t.two_cta is True and \
+            it.ctx.cluster < 2 else "the dealloc mbarrier could not be resolved" if t.two_cta is True \
+            else "is_two_cta is not known"
+        it.unmodeled(node, f"TmemAllocator.{meth}", why)
         return Unknown("TMEM")
     on_allocator = _is_int(t.warp) and it.ctx.warp == t.warp
     if not _is_int(t.warp):
         it.unmodeled(node, f"TmemAllocator.{meth}", "the allocator warp is not known")
         return Unknown("TMEM")
+    if t.two_cta is True:
+        it.registry.assume(TMEM_PAIR)
+    if meth == "free" and t.two_cta is True and on_allocator:
+        # Every lane of the allocator warp arrives on the peer's dealloc barrier (CTA scope, the
+        # library's default), then waits for the peer's arrivals on its own (phase 0).
+        rank = it.ctx.cta % it.ctx.cluster
+        h_mbarrier_arrive(it, [t.dealloc_bar, rank ^ 1], {}, node)
+        it.emit_wait(t.dealloc_bar, 0, node)
+        return h_dealloc_tmem(it, args, kwargs, node)
     if meth in ("allocate", "reserve"):
         if on_allocator:
             _tmem_holder_write(it, t.holder, node, "TmemAllocator.allocate")
@@ -2992,9 +3048,16 @@ def _cluster_ranks(it, mask: int) -> list:
     return [r for r in range(it.ctx.cluster) if mask >> r & 1]
 
 
-def _tma_multicast(it, bar: Smem, dst, mask, node):
+def _pair_leader(it, cta: int) -> int:
+    """The leader (even rank) of the 2-CTA pair that `cta` belongs to."""
+    base = (cta // it.ctx.cluster) * it.ctx.cluster
+    return base + (cta - base) // 2 * 2
+
+
+def _tma_multicast(it, bar: Smem, dst, mask, node, pair=False):
     """A multicast TMA load: the same tile lands in the shared memory of every CTA in `mask`, and
-    completes its bytes on each of those CTAs' barrier at the same offset."""
+    completes its bytes on each of those CTAs' barrier at the same offset (on the barrier of the
+    destination's pair leader for a cta_group::2 load)."""
     if not _is_int(mask):
         it.unmodeled(node, "TMA multicast", "the multicast CTA mask is not known")
         return None
@@ -3005,7 +3068,8 @@ def _tma_multicast(it, bar: Smem, dst, mask, node):
     base = (it.ctx.cta // it.ctx.cluster) * it.ctx.cluster
     for r in _cluster_ranks(it, int(mask)):
         cta = base + r
-        it.emit(RawTmaLoad(it.span(node), bar.at(cta=cta, remote=cta != it.ctx.cta), dst.at(cta=cta), it.mask))
+        at = _pair_leader(it, cta) if pair else cta
+        it.emit(RawTmaLoad(it.span(node), bar.at(cta=at, remote=at != it.ctx.cta), dst.at(cta=cta), it.mask))
     return None
 
 
@@ -3025,20 +3089,30 @@ def h_gemm(it, args, kwargs, node):
     (tcgen05) the MMA's completion is signalled by `tcgen05.commit`, so the read is taken at issue.
     Which of the two is decided per warp from its warpgroup commit/wait calls (frontend
     `_retire_groups`)."""
+    # A cta_group::2 MMA (issued by the pair's leader) reads the operands and writes the
+    # accumulator of both CTAs of the pair: the same buffers in the peer CTA as well.
+    ctas = [it.ctx.cta]
+    if args and isinstance(args[0], CtaGroupOp) and args[0].ctas == 2 and it.ctx.cluster > 1:
+        it.registry.assume(TMEM_MMA_PAIR)
+        base = (it.ctx.cta // it.ctx.cluster) * it.ctx.cluster
+        ctas.append(base + ((it.ctx.cta - base) ^ 1))
     for v in args[2:4]:
         it.read_registers(v, node)
-        if isinstance(v, Smem) and v.tmem:
-            # An operand in TMEM (e.g. A from TMEM): read by the MMA the issuing thread starts.
-            it.registry.assume(TMEM_MMA)
-            it.emit(RawAccess(it.span(node), v, False, _lowest(it.mask), False))
-        elif isinstance(v, Smem):
-            it.emit(RawAsyncRead(it.span(node), v, it.mask, "mma"))
+        for cta in ctas:
+            u = v.at(cta=cta) if isinstance(v, Smem) and cta != it.ctx.cta else v
+            if isinstance(u, Smem) and u.tmem:
+                # An operand in TMEM (e.g. A from TMEM): read by the MMA the issuing thread starts.
+                it.registry.assume(TMEM_MMA)
+                it.emit(RawAccess(it.span(node), u, False, _lowest(it.mask), False))
+            elif isinstance(u, Smem):
+                it.emit(RawAsyncRead(it.span(node), u, it.mask, "mma"))
     d = args[1] if len(args) > 1 else kwargs.get("d")
     if isinstance(d, Smem) and d.tmem:
         # tcgen05.mma is issued by one thread; the accumulator write is taken at issue, its
         # completion is what that thread's tcgen05.commit signals (TMEM_MMA).
         it.registry.assume(TMEM_MMA)
-        it.emit(RawAccess(it.span(node), d, True, _lowest(it.mask), False))
+        for cta in ctas:
+            it.emit(RawAccess(it.span(node), d.at(cta=cta), True, _lowest(it.mask), False))
     return None
 
 
@@ -3105,6 +3179,17 @@ def h_tiled_divide(it, args, kwargs, node):
     if isinstance(layout, Layout) and layout.size() == 1:
         rank = len(layout.shape) if isinstance(layout.shape, tuple) else 1
         return Layout((1,) * (rank + 1))
+    # A compact layout of flat modes divided by a tiler of sizes (ints or layouts) that divide the
+    # leading modes: ((t0, t1, ..), s0/t0, s1/t1, .., rest), e.g. the 2-CTA
+    # `tiled_divide(make_layout((2, 1, 1)), (tiled_mma.thr_id,))` = ((2), 1, 1, 1).
+    tiler = _kw(args, kwargs, 1, "tiler")
+    tiles = [t.size() if isinstance(t, Layout) and t.compact else t for t in tiler] \
+        if isinstance(tiler, tuple) else None
+    if isinstance(layout, Layout) and layout.compact and isinstance(layout.shape, tuple) and tiles \
+            and all(_is_int(m) for m in layout.shape) and len(tiles) <= len(layout.shape) \
+            and all(_is_int(t) and t > 0 and layout.shape[i] % t == 0 for i, t in enumerate(tiles)):
+        rest = tuple(layout.shape[i] // t for i, t in enumerate(tiles)) + tuple(layout.shape[len(tiles):])
+        return Layout((tuple(int(t) for t in tiles),) + rest)
     return Unknown("layout algebra on a runtime or multi-CTA layout")
 
 
@@ -3112,6 +3197,11 @@ def h_size(it, args, kwargs, node):
     x = args[0] if args else None
     if isinstance(x, Layout) and "mode" not in kwargs:
         return x.size()
+    mode = kwargs.get("mode")
+    if isinstance(x, Layout) and isinstance(mode, (tuple, list)) and len(mode) == 1 and _is_int(mode[0]):
+        sizes = x.mode_sizes()  # `cute.size(cta_layout_vmnk, mode=[0])`: one top-level mode
+        if sizes is not None and 0 <= mode[0] < len(sizes):
+            return sizes[mode[0]]
     if isinstance(x, tuple) and all(_is_int(s) for s in _flat(x)):
         return Layout(x).size()
     if _is_int(x):
@@ -3210,7 +3300,59 @@ def h_dtype(name):
 
 
 def h_tma_atom(it, args, kwargs, node):
-    return TmaAtom(it.assign_name or "tma")
+    return TmaAtom(it.assign_name or "tma", _op_ctas(args[0] if args else kwargs.get("op")))
+
+
+# ---- 2-CTA (cta_group::2) ops. The CTA group of an MMA op, tiled MMA or TMA load op is kept
+# when it folds (CtaGroupOp); `tiled_mma.thr_id` is then a layout of that many CTAs, so the
+# kernel's `cta_layout_vmnk = tiled_divide(cluster layout, (tiled_mma.thr_id,))` folds.
+
+def _cta_group(vals) -> Optional[int]:
+    """The CTA count of the first `tcgen05.CtaGroup.ONE/TWO` among `vals` (None when none folds)."""
+    for v in vals:
+        if isinstance(v, ModuleRef) and ".CtaGroup." in v.qualname:
+            tail = v.qualname.rsplit(".", 1)[-1]
+            if tail in ("ONE", "TWO"):
+                return 1 if tail == "ONE" else 2
+    return None
+
+
+def _op_ctas(op) -> int:
+    return op.ctas if isinstance(op, CtaGroupOp) else 1
+
+
+def h_mma_op(it, args, kwargs, node):
+    """`tcgen05.Mma*Op(..., cta_group, ...)` and `make_trivial_tiled_mma(..., cta_group, ...)`."""
+    n = _cta_group(list(args) + list(kwargs.values()))
+    return CtaGroupOp("tcgen05 MMA", ctas=n) if n is not None else Unknown("MMA op")
+
+
+def h_make_tiled_mma(it, args, kwargs, node):
+    op = args[0] if args else kwargs.get("op_or_atom")
+    return CtaGroupOp("tiled MMA", ctas=op.ctas) if isinstance(op, CtaGroupOp) else Unknown("tiled MMA")
+
+
+def h_tma_load_op(it, args, kwargs, node):
+    """`cpasync.CopyBulkTensorTileG2S[Multicast]Op(cta_group=ONE)`."""
+    n = _cta_group(list(args) + list(kwargs.values()))
+    if n is None and (args or kwargs):
+        return Unknown("TMA load op")  # a CTA group that does not fold
+    return CtaGroupOp("TMA load op", ctas=n or 1)
+
+
+def h_tma_op_for_cluster(it, args, kwargs, node):
+    """`cluster_shape_to_tma_atom_A/B(cluster_shape, atom_thr_id)`: the 2-CTA op when the MMA's
+    thread layout spans two CTAs."""
+    thr = args[1] if len(args) > 1 else kwargs.get("atom_thr_id")
+    if isinstance(thr, Layout):
+        return CtaGroupOp("TMA load op", ctas=thr.size())
+    return Unknown("TMA load op")
+
+
+def h_tma_atom_ab(it, args, kwargs, node):
+    """`make_tiled_tma_atom_A/B(op, ...)`: (the TMA atom, its TMA tensor)."""
+    return TmaInfo((TmaAtom(it.assign_name or "tma", _op_ctas(args[0] if args else kwargs.get("op"))),
+                    Unknown("TMA tensor")))
 
 
 def h_tma_partition(it, args, kwargs, node):
@@ -3302,7 +3444,14 @@ CALLS: dict = {
     "cute.size": h_size, "cute.make_tensor": h_make_tensor,
     "cute.tiled_divide": h_tiled_divide, "cute.make_layout_image_mask": h_image_mask,
     "cute.nvgpu.cpasync.create_tma_multicast_mask": h_image_mask,
-    "cute.nvgpu.cpasync.make_tiled_tma_atom": h_tma_atom, "cute.nvgpu.cpasync.tma_partition": h_tma_partition,
+    "cute.nvgpu.cpasync.make_tiled_tma_atom": h_tma_atom,
+    "cute.nvgpu.make_tiled_tma_atom_A": h_tma_atom_ab, "cute.nvgpu.make_tiled_tma_atom_B": h_tma_atom_ab,
+    "cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp": h_tma_load_op,
+    "cute.nvgpu.cpasync.CopyBulkTensorTileG2SMulticastOp": h_tma_load_op,
+    "utils.blackwell_helpers.cluster_shape_to_tma_atom_A": h_tma_op_for_cluster,
+    "utils.blackwell_helpers.cluster_shape_to_tma_atom_B": h_tma_op_for_cluster,
+    "utils.blackwell_helpers.make_trivial_tiled_mma": h_mma_op,
+    "cute.make_tiled_mma": h_make_tiled_mma, "cute.nvgpu.cpasync.tma_partition": h_tma_partition,
     "cute.printf": h_printf, "cute.print_tensor": h_printf,
     "pipeline.NamedBarrier": h_named_barrier, "pipeline.sync": h_pipeline_sync,
     "pipeline.arrive": h_pipeline_arrive, "pipeline.arrive_and_wait": h_pipeline_arrive_and_wait,

@@ -460,7 +460,7 @@ def _cluster_layout(it, cls, kwargs, node):
         it.unmodeled(node, f"{cls}.create", "cta_layout_vmnk did not fold to a (V, M, N, L) layout of the "
                      "cluster's size; multicast signalling needs each CTA's coordinate")
         return None
-    if sizes[0] != 1:
+    if sizes[0] != 1 and not (sizes[0] == 2 and cls in PAIR_CLASSES):
         it.unmodeled(node, f"{cls}.create", "2-CTA (cta_group::2) UMMA pairs (V = 2) are not modeled yet")
         return None
     if not (isinstance(mode, tuple) and len(mode) == 2 and all(isinstance(x, int) for x in mode)):
@@ -469,14 +469,29 @@ def _cluster_layout(it, cls, kwargs, node):
     return layout, layout.coord(it.ctx.cta % it.ctx.cluster), mode
 
 
-def _partners(layout: Layout, coord: tuple, mode: tuple) -> int:
+# 2-CTA pairs (V = 2 in `cta_layout_vmnk`, cta_group::2) are modeled for these classes: the
+# leader (V coordinate 0) arms the TMA pipeline's full barrier for the pair and commits the MMAs
+# to both CTAs; the accumulator pipeline's consumers of both CTAs release on the leader's barrier.
+PAIR_CLASSES = ("PipelineTmaUmma", "PipelineUmmaAsync")
+
+
+def is_pair(pipe: Pipeline) -> bool:
+    return pipe.layout is not None and pipe.layout.mode_sizes()[0] == 2
+
+
+def _partners(layout: Layout, coord: tuple, mode: tuple, peer: bool = False) -> int:
     """CTAs that multicast to this one (and that it signals back): same M row when mode m is on
-    (A is multicast along N), same N column when mode n is on (mask modes 2 and 1)."""
+    (A is multicast along N), same N column when mode n is on (mask modes 2 and 1). With `peer`
+    (PipelineTmaUmma), also those of the CTA with the other V coordinate (the 2-CTA peer)."""
     mask = 0
-    if mode[0]:
-        mask |= layout.image_mask(coord, 2)
-    if mode[1]:
-        mask |= layout.image_mask(coord, 1)
+    coords = [coord]
+    if peer and layout.mode_sizes()[0] == 2:
+        coords.append((coord[0] ^ 1,) + tuple(coord[1:]))
+    for c in coords:
+        if mode[0]:
+            mask |= layout.image_mask(c, 2)
+        if mode[1]:
+            mask |= layout.image_mask(c, 1)
     return mask
 
 
@@ -530,11 +545,17 @@ def _release(it, pipe: Pipeline, bar: Smem, style: str, node):
     """`consumer_release`: in a multi-CTA cluster the TMA pipelines signal every multicast partner."""
     from .interp import RawArrive, _lowest
 
+    if pipe.kind == "PipelineUmmaAsync" and is_pair(pipe):
+        # Every calling thread arrives on the pair leader's barrier (remote from the peer).
+        leader = pipe.coord[0] == 0
+        target = bar if leader else _cluster_peer(it, bar, (it.ctx.cta % it.ctx.cluster) // 2 * 2)
+        it.emit(RawArrive(it.span(node), target, 1, it.mask, "cta" if leader else "cluster", not leader, True, 0))
+        return
     if pipe.layout is None or pipe.kind not in ("PipelineTmaAsync", "PipelineTmaUmma"):
         _arrive(it, bar, style, node)
         return
     span = it.span(node)
-    partners = _partners(pipe.layout, pipe.coord, pipe.mcast_mode)
+    partners = _partners(pipe.layout, pipe.coord, pipe.mcast_mode, peer=pipe.kind == "PipelineTmaUmma")
     if pipe.kind == "PipelineTmaAsync":
         # Lane d of each warp (d < cluster size) arrives on partner CTA d's barrier.
         for lane in range(min(it.ctx.cluster, 32)):
@@ -605,7 +626,7 @@ def method(it, pipe, meth: str, args, kwargs, node):
             it.unmodeled(node, f"{pipe.kind}.producer_commit", "the CLC pipeline is completed by the scheduler's "
                          "query (advance_to_next_work), not by a commit")
         elif prod_style in ("thread", "elect"):
-            _arrive(it, _bar(pipe.full, st.index), prod_style, node)
+            _commit(it, pipe, _bar(pipe.full, st.index), prod_style, node)
     elif meth == "consumer_wait":
         it.emit_wait(_bar(pipe.full, st.index), st.phase, node)
     elif meth == "consumer_release":
@@ -620,8 +641,28 @@ def method(it, pipe, meth: str, args, kwargs, node):
     return None
 
 
+def _commit(it, pipe: Pipeline, bar: Smem, style: str, node):
+    """`producer_commit`: PipelineUmmaAsync of a 2-CTA pair commits (one elected tcgen05.commit)
+    to the full barrier of both CTAs of the pair; every other commit arrives locally."""
+    from .interp import RawArrive, _lowest
+
+    if pipe.kind != "PipelineUmmaAsync" or not is_pair(pipe):
+        _arrive(it, bar, style, node)
+        return
+    lane = _lowest(it.mask)
+    it.elected_lanes.add(lane.bit_length() - 1)
+    for rank in range(it.ctx.cluster):
+        if pipe.layout.image_mask(pipe.coord, 0) >> rank & 1:
+            target = _cluster_peer(it, bar, rank)
+            local = target.cta == it.ctx.cta
+            it.emit(RawArrive(it.span(node), bar if local else target, 1, lane, "cta" if local else "cluster",
+                              not local, True, 0))
+
+
 def _producer_acquire(it, pipe, st: PipeState, style: str, node, token=None):
     it.emit_wait(_bar(pipe.empty, st.index), st.phase, node)
+    if style == "tma" and isinstance(pipe, Pipeline) and is_pair(pipe) and pipe.coord[0] != 0:
+        return  # 2-CTA: only the pair leader arms the full barrier (for both CTAs' bytes)
     if style in ("tma", "clc"):
         _arrive(it, _bar(pipe.full, st.index), style, node, pipe.tx if pipe.tx is not None else Unknown("tx"))
 
@@ -693,7 +734,7 @@ def handle_method(it, h: Handle, meth: str, node):
     prod_style, cons_style = CLASSES[h.pipe.kind]
     if meth == "commit" and h.side == "producer":
         if prod_style in ("thread", "elect"):
-            _arrive(it, _bar(h.pipe.full, h.index), prod_style, node)
+            _commit(it, h.pipe, _bar(h.pipe.full, h.index), prod_style, node)
         return None
     if meth == "release" and h.side == "consumer":
         _release(it, h.pipe, _bar(h.pipe.empty, h.index), cons_style, node)
@@ -778,8 +819,9 @@ def h_tcgen05_commit(it, args, kwargs, node):
     if not isinstance(mask, int) or isinstance(mask, bool):
         it.unmodeled(node, "tcgen05.commit(mask=...)", "the multicast CTA mask is not known")
         return None
-    if kwargs.get("cta_group") is not None and _tail_name(kwargs.get("cta_group")) == "TWO":
-        it.unmodeled(node, "tcgen05.commit(cta_group=TWO)", "2-CTA (cta_group::2) UMMA pairs are not modeled yet")
+    group = kwargs.get("cta_group", args[2] if len(args) > 2 else None)
+    if _tail_name(group) == "TWO" and it.ctx.cluster < 2:
+        it.unmodeled(node, "tcgen05.commit(cta_group=TWO)", "a 2-CTA commit outside a cluster of 2 or more CTAs")
         return None
     # Multicast commit: one arrive on the barrier at the same offset in every CTA of the mask.
     for rank in range(max(it.ctx.cluster, 1)):

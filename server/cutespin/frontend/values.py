@@ -37,6 +37,16 @@ class Unknown:
 
 
 @dataclass(frozen=True)
+class CtaGroupOp(Unknown):
+    """A tcgen05 MMA op or tiled MMA, or a TMA load op, whose CTA group folded: `ctas` is 2 for
+    cta_group::2 (a 2-CTA pair: the leader's MMA reads both CTAs' SMEM operands and writes both
+    CTAs' accumulators; a 2-CTA TMA load completes its bytes on the pair leader's barrier), 1
+    otherwise. Everything else about it stays opaque, as for any Unknown."""
+
+    ctas: int = 1
+
+
+@dataclass(frozen=True)
 class LaneVal:
     """A value that differs per lane of the current warp: `vals[lane]`."""
 
@@ -122,6 +132,12 @@ class Allocator:
 @dataclass(frozen=True)
 class TmaAtom:
     name: str
+    ctas: int = 1  # 2: a cta_group::2 load (its bytes complete on the pair leader's barrier)
+
+
+class TmaInfo(tuple):
+    """`make_tiled_tma_atom_A/B(...)`: a `cpasync.TmaInfo`, which unpacks as (atom, tma_tensor) and
+    has `.atom` and `.tma_tensor`."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +157,7 @@ class TmemAllocatorObj:
     barrier: Any  # NamedBarrierObj or Unknown
     warp: Any
     two_cta: Any
+    dealloc_bar: Any = None  # 2-CTA: the mbarrier the pair's allocator warps meet on before freeing
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Optional
 from .. import ir
 
 WORD_BITS = 32
-MAX_GROUPS = 15
+MAX_BITS = 30  # access bits 0..29
 # SPIN keeps one exit label per d_step for the whole model plus one entry per statement of the
 # d_step it is compiling, in a table of 2048 (spin dstep.c, MAXDSTEP): d_steps so far plus the
 # statements of any one d_step must stay below it, or `spin -a` fails ("d_step sequence too long").
@@ -50,7 +50,9 @@ class Group:
     process: int
     lane_class: Optional[int]  # None for async agents
     label: str
-    bit: Optional[int] = None  # bit position pair base (2*slot) when it accesses tracked regions
+    bit: Optional[int] = None  # set when it accesses tracked regions
+    wpos: Optional[int] = None  # its write bit (when it writes a tracked region)
+    rpos: Optional[int] = None  # its read bit (when it reads a tracked region)
 
 
 @dataclass
@@ -175,6 +177,10 @@ class Lowering:
                 g = Group(len(self.groups), pi, None, f"asynchronous reads (wgmma / tcgen05.ld) issued by {p.role}")
                 self.groups.append(g)
                 self.ar_group[pi] = g
+        # Barriers some warp waits on: only their phases carry release sets to anyone (the sets of
+        # a barrier nobody waits on are never read, so they are not kept).
+        self.waited = sorted({op.bar.index for p in k.processes for v in p.variants for op in ir.walk(v)
+                              if isinstance(op, ir.MbWait)})
         # Tracked regions: touched by two or more agents, at least one of them writing.
         touch: dict = {}
         writes: dict = {}
@@ -213,28 +219,61 @@ class Lowering:
         self.tracked = [r for r in k.regions if len(touch.get(r.index, ())) >= 2 and writes.get(r.index)
                         and (r.space != "gmem" or k.flags)]
         self.tracked_ids = {r.index for r in self.tracked}
-        # Which groups need bits.
-        need = set()
+        # Which groups need bits: a write bit for groups that write a tracked region, a read bit
+        # for groups that read one (an agent that only reads, like a tcgen05.ld agent, needs one).
+        wneed, rneed = set(), set()
+        self.region_groups: dict = {}  # tracked region -> the groups that access it
+
+        def use(kind: set, gi: int, r: int):
+            kind.add(gi)
+            self.region_groups.setdefault(r, set()).add(gi)
+
         for pi, p in enumerate(k.processes):
             for v in p.variants:
                 for op in ir.walk(v):
                     if isinstance(op, ir.Access) and op.region.index in self.tracked_ids:
                         for ci in self._classes(op.lanes, p):
-                            need.add(self.group_of[(pi, ci)].index)
+                            use(wneed if op.write else rneed, self.group_of[(pi, ci)].index, op.region.index)
                     elif isinstance(op, ir.TmaLoad) and op.region is not None and op.region.index in self.tracked_ids:
-                        need.add(self.tma_group[pi].index)
+                        use(wneed, self.tma_group[pi].index, op.region.index)
                     elif isinstance(op, ir.CpAsyncCopy) and op.region.index in self.tracked_ids:
-                        need.add(self.cp_group[pi].index)
+                        use(wneed, self.cp_group[pi].index, op.region.index)
                     elif isinstance(op, ir.AsyncRead) and op.region.index in self.tracked_ids:
-                        need.add(self.ar_group[pi].index)
-                    elif isinstance(op, ir.TmaStore) and any(
-                            r is not None and r.index in self.tracked_ids for r in (op.region, op.dest)):
-                        need.add(self.bulk_group[pi].index)
+                        use(rneed, self.ar_group[pi].index, op.region.index)
+                    elif isinstance(op, ir.TmaStore):
+                        if op.region is not None and op.region.index in self.tracked_ids:
+                            use(rneed, self.bulk_group[pi].index, op.region.index)
+                        if op.dest is not None and op.dest.index in self.tracked_ids:
+                            use(wneed, self.bulk_group[pi].index, op.dest.index)
+        need = wneed | rneed
+        # Bit positions: a write bit for each group that writes a tracked region, a read bit for
+        # each that reads one. Every bit lives in per-region variables only, so two groups that
+        # share no tracked region (warps of different CTAs, say) may use the same positions.
         # Bits 0..29 only: a Promela int is signed 32-bit, so bit 31 would overflow a literal.
-        if len(need) > MAX_GROUPS:
-            raise TooManyGroups(f"{len(need)} agents access shared buffers; at most {MAX_GROUPS} are modeled")
-        for slot, gi in enumerate(sorted(need)):
-            self.groups[gi].bit = slot
+        near: dict = {gi: set() for gi in need}
+        for gs in self.region_groups.values():
+            for gi in gs:
+                near[gi] |= gs
+        for gi in sorted(need):
+            g = self.groups[gi]
+            g.bit = gi  # has access bits
+            taken = set()
+            for gj in near[gi]:
+                taken |= {self.groups[gj].wpos, self.groups[gj].rpos}
+            free = (pos for pos in range(64) if pos not in taken)
+            if gi in wneed:
+                g.wpos = next(free)
+            if gi in rneed:
+                g.rpos = next(free)
+        nbits = 1 + max(pos for gi in need for pos in (self.groups[gi].wpos, self.groups[gi].rpos)
+                        if pos is not None) if need else 0
+        # Bit masks are declared just wide enough for every position in use (`unsigned x : w`
+        # packs them in the state vector when w is small).
+        self.width = {r: max(nbits, 1) for r in self.tracked_ids}
+        if nbits > MAX_BITS:
+            raise TooManyGroups(f"{len(need)} agents access shared buffers, {nbits} access bits needed "
+                                f"(a write or a read of an agent, shared by agents with no buffer in common); "
+                                f"at most {MAX_BITS} are modeled")
         # Per-thread partition views of a tracked buffer: accesses through one partition are
         # recorded apart (`ap<j>_r`, the rest in `an_r`) so that another warp's accesses through
         # the same partition, which touch other elements, are not taken for conflicts.
@@ -296,10 +335,10 @@ class Lowering:
 
     # ------------------------------------------------------------------ variable names
     def W(self, g: Group) -> int:
-        return 1 << (2 * g.bit)
+        return 1 << g.wpos if g.wpos is not None else 0  # 0: the group writes no tracked region
 
     def R(self, g: Group) -> int:
-        return 1 << (2 * g.bit + 1)
+        return 1 << g.rpos if g.rpos is not None else 0  # 0: the group reads no tracked region
 
     @staticmethod
     def cov(g: Group, r: int) -> str:
@@ -307,8 +346,8 @@ class Lowering:
 
     def holders(self, r: int) -> list:
         hs = [self.cov(g, r) for g in self.groups if g.lane_class is not None]
-        hs += [f"br{b}_{r}" for b in range(len(self.k.barriers))]
-        hs += [f"bd{b}_{r}" for b in range(len(self.k.barriers))]
+        hs += [f"br{b}_{r}" for b in self.waited]
+        hs += [f"bd{b}_{r}" for b in self.waited]
         hs += [f"na{i}_{r}" for i in range(len(self.named))]
         hs += [f"nd{i}_{r}" for i in range(len(self.named))]
         hs += [f"ka{c}_{r}" for c in self.clusters] + [f"kd{c}_{r}" for c in self.clusters]
@@ -329,8 +368,8 @@ class Lowering:
         p = self.k.processes[pi]
         groups = self.lane_groups(pi, mask)
         all_groups = [self.group_of[(pi, ci)] for ci in range(len(p.lane_classes))]
-        read_mask = self._read_mask()
         for r in self.vis_keys:
+            read_mask = self._read_mask(self.region_of(r))
             for g in groups:
                 out.append(f"{dest_prefix}_{r} = {dest_prefix}_{r} | {self.cov(g, r)}")
             if reads_from_whole_warp:
@@ -346,24 +385,24 @@ class Lowering:
                 out.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {src_prefix}_{r}")
         return out
 
-    def _read_mask(self) -> int:
+    def _read_mask(self, r: int) -> int:
+        """The read bits of region `r` (bit positions are per region: see `_plan`)."""
         m = 0
-        for g in self.groups:
-            if g.bit is not None:
-                m |= self.R(g)
+        for gi in self.region_groups.get(r, ()):
+            m |= self.R(self.groups[gi])
         return m
 
-    def _write_mask(self) -> int:
+    def _write_mask(self, r: int) -> int:
         m = 0
-        for g in self.groups:
-            if g.bit is not None:
-                m |= self.W(g)
+        for gi in self.region_groups.get(r, ()):
+            m |= self.W(self.groups[gi])
         return m
 
-    def own_bits(self, pi: int) -> int:
+    def own_bits(self, pi: int, r: int) -> int:
         m = 0
-        for g in self.groups:
-            if g.process == pi and g.lane_class is not None and g.bit is not None:
+        for gi in self.region_groups.get(r, ()):
+            g = self.groups[gi]
+            if g.process == pi and g.lane_class is not None:
                 m |= self.W(g) | self.R(g)
         return m
 
@@ -379,6 +418,11 @@ class Lowering:
     @staticmethod
     def part_key(r: int, j: int) -> str:
         return f"{r}p{j}"
+
+    @staticmethod
+    def region_of(key) -> int:
+        """The tracked region a visibility key belongs to (a region, or one of its partitions)."""
+        return key if isinstance(key, int) else int(str(key).split("p")[0])
 
     def part_index(self, r: int, part: Optional[str]) -> Optional[int]:
         return self.parts[r].index(part) if r in self.parts and part in self.parts[r] else None
@@ -402,7 +446,7 @@ class Lowering:
         those of other warps through the same per-thread partition (other elements). The warp's
         own cp.async copies through that partition wrote the very elements it touches. Each
         partition record is checked against the visibility of the accesses made through it."""
-        own = self.own_bits(pi)
+        own = self.own_bits(pi, r)
         if r not in self.parts:
             return f"(a_{r} & {mask} & ~{own} & ~{self.cov(g, r)})"
         j = self.part_index(r, part)
@@ -411,7 +455,7 @@ class Lowering:
             if i != j:
                 terms.append(f"(ap{i}_{r} & {mask} & ~{own} & ~{self.cov(g, self.part_key(r, i))})")
         cg = self.cp_group.get(pi)
-        if j is not None and cg is not None and cg.bit is not None and mask & self.W(cg):
+        if j is not None and cg is not None and cg.index in self.region_groups.get(r, ()) and mask & self.W(cg):
             terms.append(f"(ap{j}_{r} & {self.W(cg)} & ~{self.cov(g, self.part_key(r, j))})")
         return "(" + " | ".join(terms) + ")"
 
@@ -422,12 +466,12 @@ class Lowering:
         if r not in self.async_read_kinds or r not in self.tracked_ids:
             return []
         # The warp's own asynchronous reads count too: its lanes see them only once retired.
-        return [f"assert((ar_{r} & ~{self.own_bits(pi)} & ~{self.cov(g, r)}) == 0)"]
+        return [f"assert((ar_{r} & ~{self.own_bits(pi, r)} & ~{self.cov(g, r)}) == 0)"]
 
     def complete_phase(self, b: int) -> str:
         e = self.expected.get(b, 1)
         moves = []
-        for r in self.vis_keys:
+        for r in self.vis_keys if b in self.waited else ():
             moves += [f"bd{b}_{r} = br{b}_{r}", f"br{b}_{r} = 0"]
         body = "; ".join([f"mb_ph[{b}] = (mb_ph[{b}] + 1) % 4", f"mb_p[{b}] = {e}", f"mb_t[{b}] = 0"] + moves)
         return f"if :: (mb_p[{b}] == 0 && mb_t[{b}] == 0) -> {body} :: else -> skip fi"
@@ -493,7 +537,7 @@ class Lowering:
             if op.release and not publishes:
                 self.narrow_sites.append((op.span, pi, f"remote arrive on {op.bar.name} at CTA scope does not "
                                                    f"release this CTA's writes to the peer"))
-            if publishes:
+            if publishes and b in self.waited:
                 stmts += self.release_into(f"br{b}", pi, op.lanes, reads_from_whole_warp=not k.strict)
             stmts.append(self.complete_phase(b))
             what = f"arrives on {op.bar.name} ({op.count} arrival{'s' if op.count != 1 else ''}" + (
@@ -524,7 +568,7 @@ class Lowering:
                 tg = self.tma_group[pi]
                 issuer = self.lane_groups(pi, op.lanes)[0]
                 stmts += self.async_reads_seen(r, pi, issuer)
-                stmts.append(f"assert((a_{r} & {self._read_mask()} & ~{self.cov(issuer, r)}) == 0)")
+                stmts.append(f"assert((a_{r} & {self._read_mask(r)} & ~{self.cov(issuer, r)}) == 0)")
                 stmts += self.record(r, self.W(tg))
                 stmts += self.clear_bit(r, self.W(tg))
             name = op.region.name if op.region else "shared memory"
@@ -537,7 +581,7 @@ class Lowering:
                 r = op.region.index
                 issuer = self.lane_groups(pi, op.lanes)[0]
                 bg = self.bulk_group[pi]
-                stmts.append(f"assert((a_{r} & {self._write_mask()} & ~{self.cov(issuer, r)}) == 0)")
+                stmts.append(f"assert((a_{r} & {self._write_mask(r)} & ~{self.cov(issuer, r)}) == 0)")
                 stmts.append(f"assert(u_{r} == 0)")
                 stmts += self.record(r, self.R(bg))
                 stmts += self.clear_bit(r, self.R(bg))
@@ -573,7 +617,7 @@ class Lowering:
                 for g in self.lane_groups(pi, op.lanes):
                     # The issuing lanes must have seen every read of the elements they overwrite.
                     stmts += self.async_reads_seen(r, pi, g)
-                    stmts.append(f"assert({self.unseen(r, op.part, pi, g, self._read_mask())} == 0)")
+                    stmts.append(f"assert({self.unseen(r, op.part, pi, g, self._read_mask(r))} == 0)")
                 stmts += self.record(r, self.W(cg), op.part)
                 stmts += self.clear_bit(r, self.W(cg))
                 stmts += self.touch_part(r, op.part, self.W(cg))
@@ -604,10 +648,10 @@ class Lowering:
             unit = "a warpgroup MMA (wgmma)" if op.kind == "wgmma" else "a tcgen05.ld"
             if r in self.tracked_ids:
                 ag = self.ar_group[pi]
-                own = self.own_bits(pi)
+                own = self.own_bits(pi, r)
                 for g in self.lane_groups(pi, op.lanes):
                     # The operand must be visible to the issuing lanes (read-after-write).
-                    stmts.append(f"assert((a_{r} & {self._write_mask()} & ~{own} & ~{self.cov(g, r)}) == 0)")
+                    stmts.append(f"assert((a_{r} & {self._write_mask(r)} & ~{own} & ~{self.cov(g, r)}) == 0)")
                 # The read goes on in the background: nobody (not even the issuing lanes) has it
                 # ordered before them until the retiring wait.
                 stmts += self.record(r, self.R(ag))
@@ -644,7 +688,7 @@ class Lowering:
             for g in self.lane_groups(pi, op.lanes):
                 if op.write:
                     stmts += self.async_reads_seen(r, pi, g)
-                    stmts.append(f"assert({self.unseen(r, op.part, pi, g, self._read_mask())} == 0)")
+                    stmts.append(f"assert({self.unseen(r, op.part, pi, g, self._read_mask(r))} == 0)")
                     stmts += self.record(r, self.W(g), op.part)
                     stmts += self.clear_bit(r, self.W(g), keep=self.cov(g, r))
                     stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.W(g)}")
@@ -652,7 +696,7 @@ class Lowering:
                     if r in self.async_read_regions:
                         stmts.append(f"u_{r} = u_{r} | {self.W(g)}")
                 else:
-                    stmts.append(f"assert({self.unseen(r, op.part, pi, g, self._write_mask())} == 0)")
+                    stmts.append(f"assert({self.unseen(r, op.part, pi, g, self._write_mask(r))} == 0)")
                     stmts += self.record(r, self.R(g), op.part)
                     stmts += self.clear_bit(r, self.R(g), keep=self.cov(g, r))
                     stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.R(g)}")
@@ -677,7 +721,7 @@ class Lowering:
             if op.kind == "proxy_async_shared":
                 for r in self.tracked_ids & self.async_read_regions:
                     for g in self.lane_groups(pi, op.lanes or 1):
-                        stmts.append(f"u_{r} = u_{r} & ~({self.cov(g, r)} & {self._write_mask()})")
+                        stmts.append(f"u_{r} = u_{r} & ~({self.cov(g, r)} & {self._write_mask(r)})")
             self.emit(indent + (self.dstep(stmts) if stmts else "skip"),
                       info({"proxy_async_shared": "fences generic writes for the async proxy",
                             "proxy_async_global": "fences global writes for the async proxy",
@@ -878,7 +922,7 @@ class Lowering:
                 names += [f"an_{r}"] + [f"ap{j}_{r}" for j in range(len(self.parts[r]))]
                 for j in range(len(self.parts[r])):
                     names += self.holders(self.part_key(r, j))
-            L("int " + ", ".join(names) + ";", None)
+            L("; ".join(f"unsigned {n} : {self.width[r]}" for n in names) + ";", None)
         L("byte cfg;", None)
         if self.k.shared_conditions:
             L(f"byte uc[{len(self.k.shared_conditions)}];", None)
@@ -888,7 +932,7 @@ class Lowering:
             proc_names[pname] = p.role
             L(f"proctype {pname}() {{", None)
             locals_ = ["byte sg = 0", "bit cg = 0"]
-            locals_ += [f"int t_{r}" for r in self.vis_keys]
+            locals_ += [f"unsigned t_{r} : {self.width[self.region_of(r)]}" for r in self.vis_keys]
             L("  " + "; ".join(locals_) + ";", None)
             # The whole body is one atomic sequence: it loses atomicity only at a blocking wait, so
             # each warp runs from one wait to the next without interleaving (a Lipton reduction:
@@ -921,7 +965,7 @@ class Lowering:
             L("end_tma: do", None)
             for (pi, b, r, tx), s in self.tma_slots.items():
                 stmts = [f"tq{s} == 1", f"tq{s} = 0", f"mb_t[{b}] = mb_t[{b}] - {tx}"]
-                if r in self.tracked_ids:
+                if r in self.tracked_ids and b in self.waited:
                     tg = self.tma_group[pi]
                     stmts.append(f"br{b}_{r} = br{b}_{r} | {self.W(tg)}")
                 stmts.append(self.complete_phase(b))
