@@ -204,10 +204,27 @@ def iter_check(text: str, path: str, settings: Settings, token: Optional[CancelT
             continue
         if token is not None and token.cancelled:
             raise Cancelled()
-        kr = run_kernel(k, settings, tools, token, lines)
-        kr = _at_smaller_bounds(kr, text, path, settings, tools, token, lines)
+        if _may_retry(k):
+            # The time bound covers the retries too (see _at_smaller_bounds).
+            kr = run_kernel(k, settings.with_overrides(timeout=settings.timeout * FIRST_SEARCH_SHARE), tools,
+                            token, lines)
+            kr = _at_smaller_bounds(kr, text, path, settings, tools, token, lines)
+        else:
+            kr = run_kernel(k, settings, tools, token, lines)
         kr.timings["frontend"] = frontend
         yield kr
+
+
+# A kernel checked at the default loop bound gets this share of the time bound; each of the (at
+# most two) searches at smaller bounds gets RETRY_SEARCH_SHARE, so all of them together stay
+# within the time bound the user set (an editor waits for the whole check).
+FIRST_SEARCH_SHARE = 0.6
+RETRY_SEARCH_SHARE = 0.2
+
+
+def _may_retry(k) -> bool:
+    bound = k.bounds.get("loop")
+    return not k.loop_chosen and not k.unmodeled and isinstance(bound, int) and bound > 1
 
 
 def _at_smaller_bounds(kr: KernelResult, text: str, path: str, settings: Settings, tools, token, lines):
@@ -228,7 +245,8 @@ def _at_smaller_bounds(kr: KernelResult, text: str, path: str, settings: Setting
         k = next((m for m in build_models(text, path, smaller) if m.qualname == kr.qualname), None)
         if k is None:
             return kr
-        got = run_kernel(k, smaller, tools, token, lines)
+        got = run_kernel(k, smaller.with_overrides(timeout=settings.timeout * RETRY_SEARCH_SHARE), tools, token,
+                         lines)
         if got.verdict == "inconclusive" and got.run is not None and got.run.status == "incomplete":
             continue
         if got.verdict == "inconclusive":
