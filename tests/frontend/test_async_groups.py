@@ -146,6 +146,32 @@ cute.arch.cp_async_wait_group(1)
 cute.arch.cp_async_wait_group(0)
 """)
     copies = [op for op in ops if isinstance(op, ir.CpAsyncCopy)]
+    first = copies[0]  # committed before the branch, on both paths
+    (choice,) = [op for op in ops if isinstance(op, ir.Choice)]
+    # `flag` is a kernel argument (CTA-uniform): the waits after the branch are duplicated into
+    # each side, so each copy sees its own side's groups.
+    committed_two, committed_one = choice.alternatives
+    waits = [op for op in committed_two if isinstance(op, ir.CpAsyncWait)]
+    assert [id(c) for c in waits[0].done_copies] == [id(first)]
+    assert [c.region.name for c in waits[1].done_copies] == ["sA[stage 1] (CTA 0)"]
+    waits = [op for op in committed_one if isinstance(op, ir.CpAsyncWait)]
+    assert waits[0].done_copies == []  # the stage-0 group is still the newest
+    assert [id(c) for c in waits[1].done_copies] == [id(first)]
+
+
+def test_a_group_only_one_side_of_a_per_warp_condition_committed_keeps_the_older_group_pending():
+    # A condition that may differ between warps is not split: the sides are merged, and wait(1)
+    # must not retire the stage-0 group (it is the newest on the `else` side).
+    _, ops = _ops("""
+cute.copy(thr, tAgA, tAsA[None, None, 0])
+cute.arch.cp_async_commit_group()
+if cute.arch.clock() > flag:
+    cute.copy(thr, tAgA, tAsA[None, None, 1])
+    cute.arch.cp_async_commit_group()
+cute.arch.cp_async_wait_group(1)
+cute.arch.cp_async_wait_group(0)
+""")
+    copies = [op for op in ops if isinstance(op, ir.CpAsyncCopy)]
     waits = [op for op in ops if isinstance(op, ir.CpAsyncWait)]
     assert waits[0].done_copies == []
     assert sorted(map(id, waits[1].done_copies)) == sorted(map(id, copies))

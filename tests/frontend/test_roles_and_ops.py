@@ -669,3 +669,46 @@ def test_comprehension_variables_do_not_leak():
             cute.arch.sync_threads()
         """, threads=64))
     assert len(_syncs(m, 0)) == 1
+
+
+COLUMNS = """\
+tidx, _, _ = cute.arch.thread_idx()
+smem = cutlass.utils.SmemAllocator()
+sSeg = smem.allocate_tensor(cutlass.Int32, cute.make_layout((4, {cols}), stride=({cols}, 1)))
+for row in cutlass.range_constexpr(4):
+    sSeg[row, tidx] = mA[row * 128 + tidx]
+{sync}
+if tidx < {cols}:
+    count = 0
+    for row in cutlass.range_constexpr(4):
+        seen = sSeg[row, {col}]
+        sSeg[row, {col}] = count
+        count += seen
+"""
+
+
+def test_a_matrix_indexed_by_column_per_lane_splits_into_column_blocks(require_spin):
+    # Each thread scans its own column of a (rows, E) matrix (E a host value): warps touch
+    # different columns, so a warp's rescan does not race with another warp's.
+    from cutespin import api
+    settings = Settings().with_overrides(verify_fixes=False)
+    src = kernel_source(COLUMNS.format(cols="self.n", col="tidx", sync="cute.arch.sync_threads()"),
+                        threads=128, init="self.n = n\n").replace("def __init__(self):", "def __init__(self, n):")
+    m = model(src)
+    names = {o.region.name for p in m.processes for o in ir.walk(p.variants[0]) if isinstance(o, ir.Access)}
+    assert "sSeg[..., 96:128] (CTA 0)" in names
+    r = api.check_source(src, "k.py", settings, with_fixes=False).kernels[0]
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+    # Reading the next warp's column without a barrier after its writes is a race.
+    bad = kernel_source(COLUMNS.format(cols="128", col="(tidx + 32) % 128", sync=""), threads=128)
+    r = api.check_source(bad, "k.py", settings, with_fixes=False).kernels[0]
+    assert r.verdict == "counterexample" and r.findings[0].code == "CS201"
+
+
+def test_a_matrix_with_unknown_strides_is_not_split():
+    src = kernel_source(COLUMNS.format(cols="self.n", col="tidx", sync="cute.arch.sync_threads()").replace(
+        "stride=({cols}, 1)".format(cols="self.n"), "stride=(self.s, 1)"), threads=128,
+        init="self.n = n\nself.s = s\n").replace("def __init__(self):", "def __init__(self, n, s):")
+    names = {o.region.name for p in model(src).processes for o in ir.walk(p.variants[0]) if isinstance(o, ir.Access)
+             and o.region.name.startswith("sSeg")}
+    assert names == {"sSeg (CTA 0)"}

@@ -487,9 +487,11 @@ class _Numbering:
             key = ("smem", target.alloc, target.cta, target.stage, target.block)
             name = target.label + (f"[stage {target.stage}]" if target.stage is not None else "")
             if target.block is not None and target.block == I.ELEMENT_BLOCK_REST:
-                name += "[other elements]" if target.flat else "[other slices]"
+                name += "[other elements]" if target.flat or target.coord_rank else "[other slices]"
             elif target.block is not None:
-                name += (f"[{target.block * I.ELEMENT_BLOCK}:{(target.block + 1) * I.ELEMENT_BLOCK}]" if target.flat
+                span = f"{target.block * I.ELEMENT_BLOCK}:{(target.block + 1) * I.ELEMENT_BLOCK}"
+                name += (f"[{span}]" if target.flat else
+                         f"[{', '.join(['...'] * (target.coord_rank - 1) + [span])}]" if target.coord_rank
                          else f"[slice {target.block}]")
             name += f" (CTA {target.cta})"
             space, cta = "smem", target.cta
@@ -554,7 +556,8 @@ def split_blocks(procs) -> None:
             if t is not None:
                 if t.block is not None:
                     blocks.setdefault((t.alloc, t.cta, t.stage), set()).add(t.block)
-                    flat[(t.alloc, t.cta, t.stage)] = t.flat  # element blocks, not per-warp slices
+                    # element blocks (of the offset or of the last coordinate), not per-warp slices
+                    flat[(t.alloc, t.cta, t.stage)] = (t.flat, t.coord_rank)
             else:
                 for attr in ("dst", "src", "target", "bar"):
                     t = getattr(op, attr, None)
@@ -581,10 +584,11 @@ def split_blocks(procs) -> None:
                 if any(k[2] is not None for k in mine):
                     out.append(op)  # a whole staged buffer: also its stages that have no blocks
                 for k in mine:  # and every block of every stage that has them
-                    out += [_retarget(op, t.at(block=b, stage=k[2], flat=flat[k])) for b in keep[k]]
+                    out += [_retarget(op, t.at(block=b, stage=k[2], flat=flat[k][0], coord_rank=flat[k][1]))
+                            for b in keep[k]]
             elif t.block is None and (t.alloc, t.cta, t.stage) in keep:
                 k = (t.alloc, t.cta, t.stage)
-                out += [_retarget(op, t.at(block=b, flat=flat[k])) for b in keep[k]]
+                out += [_retarget(op, t.at(block=b, flat=flat[k][0], coord_rank=flat[k][1])) for b in keep[k]]
             else:
                 out.append(op)
         return out
@@ -959,6 +963,52 @@ def _retire_groups(ops, rule: GroupRule, open_items: list, groups: list):
     return open_items, groups
 
 
+MAX_TAIL_SPLITS = 8  # uniform choices per configuration whose continuation is duplicated
+GROUP_COMMITS = (ir.CpAsyncCommit, ir.BulkCommit, ir.AsyncReadCommit)
+GROUP_WAITS = (ir.CpAsyncWait, ir.BulkWait, ir.AsyncReadWait)
+
+
+def _split_group_tails(ops: list, fixed: dict, budget: list) -> list:
+    """Which groups a `wait_group(n)` retires depends on the path that led to it. After a choice
+    whose sides commit different groups, `_retire_groups` lines the sides' groups up and
+    merges them, which over-approximates what is pending on either side. For a CTA-uniform
+    choice (`shared`) every later choice on the same value takes the same side, so the
+    continuation is duplicated into each side (with those later choices decided): each copy of
+    the later waits then sees exactly its own side's groups. At most `budget` such splits."""
+    out: list = []
+    for i, op in enumerate(ops):
+        if isinstance(op, ir.Choice) and op.shared is not None and op.shared in fixed:
+            # Decided on this path: the side this value takes, inline.
+            out += _split_group_tails(op.alternatives[fixed[op.shared]], fixed, budget)
+            continue
+        if isinstance(op, ir.Choice):
+            rest = ops[i + 1:]
+            if (op.shared is not None and budget[0] > 0 and any(isinstance(x, GROUP_COMMITS) for x in ir.walk(
+                    [x for alt in op.alternatives for x in alt])) and any(isinstance(x, GROUP_WAITS)
+                                                                           for x in ir.walk(rest))):
+                budget[0] -= 1
+                alts = [_split_group_tails(alt + _copy_ops(rest), {**fixed, op.shared: k}, budget)
+                        for k, alt in enumerate(op.alternatives)]
+                out.append(replace(op, alternatives=alts))
+                return out
+            op.alternatives = [_split_group_tails(alt, fixed, budget) for alt in op.alternatives]
+        out.append(op)
+    return out
+
+
+def _copy_ops(ops: list) -> list:
+    """Fresh op objects (group bookkeeping records which ops a wait retires, per object)."""
+    out = []
+    for op in ops:
+        if isinstance(op, ir.Choice):
+            out.append(replace(op, alternatives=[_copy_ops(a) for a in op.alternatives]))
+        elif isinstance(op, ir.GuardedBlock):
+            out.append(replace(op, then=_copy_ops(op.then), otherwise=_copy_ops(op.otherwise)))
+        else:
+            out.append(replace(op))
+    return out
+
+
 def _region_key(op):
     """The buffer an asynchronous operation touches (a TMA store of an unknown tile: its own key)."""
     return op.region.index if op.region is not None else ("op", id(op))
@@ -1206,6 +1256,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
     derive_named_barrier_threads(processes)
     _assign_tx_units(processes, registry)
     for p in processes:
+        p.variants = [_split_group_tails(ops, {}, [MAX_TAIL_SPLITS]) for ops in p.variants]
         for ops in p.variants:
             _retire_groups(ops, BULK_STORE_GROUPS, [], [])
             _retire_groups(ops, CP_ASYNC_GROUPS, [], [])

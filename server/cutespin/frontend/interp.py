@@ -105,7 +105,7 @@ def _as_view(v):
     """A view of a buffer (`make_tensor(buf.iterator, layout)`, `local_tile`, ...): same buffer,
     but an index into it is no longer the element offset (element blocks need the allocation's
     own rank-1 layout)."""
-    return v.at(flat=False) if isinstance(v, Smem) and v.flat else v
+    return v.at(flat=False, coord_rank=0) if isinstance(v, Smem) and (v.flat or v.coord_rank) else v
 
 
 def _coord_view(buf: Smem, coord: tuple) -> Smem:
@@ -117,7 +117,7 @@ def _coord_view(buf: Smem, coord: tuple) -> Smem:
     if buf.inner_stages and buf.stages is None and len(coord) >= 2 and _is_int(coord[-2]):
         return buf.at(stages=buf.inner_stages, inner_stages=None, stage=int(coord[-2]),
                       block=int(coord[-1]) if _is_int(coord[-1]) else None)
-    return buf.at(flat=False)  # somewhere in the buffer
+    return buf.at(flat=False, coord_rank=0)  # somewhere in the buffer
 
 
 def _has_open_mode(idx) -> bool:
@@ -1430,7 +1430,7 @@ class KernelInterp:
         if isinstance(a, Smem) and isinstance(b, Unknown) and isinstance(b.coord, tuple) and op is operator.add:
             return _coord_view(a, b.coord)
         if isinstance(a, Smem) and isinstance(b, (LaneVal, Unknown)):
-            return a.at(flat=False)  # a per-lane or runtime offset inside the buffer: elements unknown
+            return a.at(flat=False, coord_rank=0)  # a per-lane or runtime offset inside the buffer: elements unknown
         if isinstance(a, Gmem) and isinstance(b, (LaneVal, Unknown)):
             return a
         if isinstance(a, LaneVal) or isinstance(b, LaneVal):
@@ -1947,7 +1947,8 @@ class KernelInterp:
                 return buf.at(stages=shape[-1], nbytes=per)
             if len(shape) >= 3 and shape[-2] in counts and shape[-1] not in counts:
                 return buf.at(nbytes=layout.size() * bits // 8, inner_stages=shape[-2])
-            return buf.at(nbytes=layout.size() * bits // 8, flat=len(shape) == 1 and layout.compact)
+            return buf.at(nbytes=layout.size() * bits // 8, flat=len(shape) == 1 and layout.compact,
+                          coord_rank=len(shape) if len(shape) >= 2 and layout.compact else 0)
         shape = None
         if isinstance(layout, Layout):
             shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
@@ -1955,6 +1956,10 @@ class KernelInterp:
             shape = layout.dims
             if len(shape) == 1:
                 return buf.at(flat=True)  # `make_layout(self.num_threads)`: compact, rank 1
+            if len(shape) == 2 and layout.why == INJECTIVE_MATRIX:
+                # `make_layout((rows, self.E), stride=(self.E, 1))`: a row-major or column-major
+                # matrix; the extents do not fold, its coordinates still name distinct elements.
+                buf = buf.at(coord_rank=2)
         if shape is not None:
             counts = self.registry.stage_counts
             if len(shape) >= 3 and _is_int(shape[-1]) and shape[-1] in counts:
@@ -2011,6 +2016,16 @@ class KernelInterp:
                 return base.at(stage=stage)
             if stage is not None and isinstance(base, Smem):
                 base = base.at(stage=stage)
+            if (stage is None and isinstance(base, Smem) and base.coord_rank and base.part is None and not base.tmem
+                    and isinstance(idx, tuple) and len(idx) == base.coord_rank
+                    and not any(x is None or isinstance(x, slice) for x in idx)):
+                blocks = _element_blocks(idx[-1], self.mask)
+                if blocks is not None:
+                    # `sSeg[row, tidx]`: each lane's last coordinate is known; elements whose last
+                    # coordinates lie in different 32-blocks differ, whatever the other coordinates.
+                    for b in blocks:
+                        self.emit(RawAccess(self.span(node), base.at(block=b), write, self.mask, False))
+                    return Unknown("loaded value") if not write else None
             if stage is None and isinstance(base, Smem) and base.flat and base.part is None and not base.tmem:
                 blocks = _element_blocks(idx, self.mask, base.offset)
                 if blocks is not None:
@@ -3141,9 +3156,27 @@ def h_make_layout(it, args, kwargs, node):
     if isinstance(shape, int) or isinstance(shape, tuple) and all(_is_int(s) for s in _flat(shape)):
         return Layout(shape, compact=_kw(args, kwargs, 1, "stride") is None)
     dims = tuple(int(s) if _is_int(s) else None for s in shape) if isinstance(shape, tuple) else (None,)
-    if len(dims) == 1 and _kw(args, kwargs, 1, "stride") is not None:
+    stride = _kw(args, kwargs, 1, "stride")
+    if len(dims) == 1 and stride is not None:
         dims = None  # a strided 1-D layout: an index is not the element offset
+    if isinstance(shape, tuple) and len(shape) == 2 and _matrix_strides(shape, stride):
+        return Unknown(INJECTIVE_MATRIX, dims=dims)
     return Unknown("layout", dims=dims)
+
+
+INJECTIVE_MATRIX = "matrix layout with runtime extents"
+
+
+def _matrix_strides(shape: tuple, stride) -> bool:
+    """Whether `make_layout((r, c), stride)` is compact column-major (no stride, or (1, r)) or
+    row-major ((c, 1)), judged by the uniform terms of the extents when they do not fold."""
+    if stride is None:
+        return True
+    if not isinstance(stride, tuple) or len(stride) != 2:
+        return False
+    same = lambda a, b: a == b if _is_int(a) and _is_int(b) else (  # noqa: E731
+        _term(a) is not None and _term(a) == _term(b))
+    return stride[1] == 1 and same(stride[0], shape[1]) or stride[0] == 1 and same(stride[1], shape[0])
 
 
 def h_crd2idx(it, args, kwargs, node):
@@ -3231,7 +3264,7 @@ def h_make_tensor(it, args, kwargs, node):
         rank1 = (isinstance(layout, Layout) and layout.compact and not isinstance(layout.shape, tuple)
                  or isinstance(layout, Layout) and layout.compact and len(layout.shape) == 1
                  or isinstance(layout, Unknown) and layout.dims is not None and len(layout.dims) == 1)
-        return view.at(flat=ptr.flat and rank1)
+        return view.at(flat=ptr.flat and rank1, coord_rank=0)
     if isinstance(ptr, Gmem):
         return Gmem(ptr.name, ptr.offset)
     return Unknown("tensor")

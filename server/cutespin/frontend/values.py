@@ -86,6 +86,10 @@ class Smem:
     # slicing that mode with an index leaves a view staged on its last mode (see interp.access).
     inner_stages: Optional[int] = None
     flat: bool = False  # allocated with a rank-1 compact layout: an integer index is the element
+    # Allocated with an injective layout of this many modes (2 or more): a full coordinate names
+    # one element, so two coordinates whose last components differ name different elements
+    # (element blocks of the last mode, see interp `access`). 0 for views and pointers.
+    coord_rank: int = 0
     # Elements [32*block, 32*block + 32) of a flat buffer (ELEMENT_BLOCK_REST: the elements no
     # block access names); set for loads/stores at per-lane indices (see frontend.split_blocks).
     block: Optional[int] = None
