@@ -121,6 +121,10 @@ class MbArrive(Op):
     release: bool = True
     tx: int = 0  # expect-tx units added before the arrive (arrive_and_expect_tx)
     tx_known: bool = True
+    # cp.async.mbarrier.arrive.noinc: the arrive fires once the arriving threads' earlier cp.async
+    # copies have landed and publishes them; `done_copies` lists those copies (CpAsyncCopy ops)
+    cp_async: bool = False
+    done_copies: list = field(default_factory=list)
 
 
 @dataclass

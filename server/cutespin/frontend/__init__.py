@@ -729,7 +729,7 @@ class _Converter:
                 return ir.MbExpectTx(op.span, bar, tx if tx is not None else 0, tx is not None)
             return ir.MbArrive(op.span, bar, op.count_per_lane * lanes, self.lanes(op.mask), op.scope, op.remote,
                                op.release, tx if tx is not None else 0,
-                               tx_known=op.tx is not None)
+                               tx_known=op.tx is not None, cp_async=op.cp_async)
         if isinstance(op, I.RawWait):
             return ir.MbWait(op.span, self.n.barrier(op.bar), op.parity, self.lanes(op.mask))
         if isinstance(op, I.RawTmaLoad):
@@ -947,6 +947,11 @@ def _retire_groups(ops, rule: GroupRule, open_items: list, groups: list):
                 retired += groups.pop(0)
             in_flight = {_region_key(x) for g in groups for x in g} | {_region_key(x) for x in open_items}
             setattr(op, rule.retired_attr, [x for x in retired if _region_key(x) not in in_flight])
+        elif rule is CP_ASYNC_GROUPS and isinstance(op, ir.MbArrive) and op.cp_async:
+            # cp.async.mbarrier.arrive.noinc fires once every earlier copy of the arriving threads
+            # has landed (committed or not); it leaves the groups as they are. Only copies issued
+            # by arriving lanes alone are published (the copy agent's bit is per warp).
+            op.done_copies = [x for x in _union(groups + [open_items]) if x.lanes & ~op.lanes == 0]
         elif isinstance(op, ir.Choice):
             results = [_retire_groups(alt, rule, list(open_items), [list(g) for g in groups])
                        for alt in op.alternatives]

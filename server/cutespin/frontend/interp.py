@@ -2183,6 +2183,9 @@ class RawArrive(ir.Op):
     release: bool
     tx: Optional[int]
     expect_only: bool = False
+    # cp.async.mbarrier.arrive.noinc: the arrive fires once every cp.async copy the thread issued
+    # before it has landed, and publishes them (PipelineCpAsync.producer_commit)
+    cp_async: bool = False
 
 
 @dataclass
@@ -2527,6 +2530,18 @@ def _remote_target(it, bar: Smem, peer, node):
             return out
     it.unmodeled(node, "remote mbarrier arrive", "the peer CTA rank is not known")
     return []
+
+
+def h_cp_async_arrive_noinc(it, args, kwargs, node):
+    """`cp_async_mbarrier_arrive_noinc(bar)`: one arrive per executing thread, triggered once every
+    cp.async copy the thread issued before it has completed; it publishes those copies (and, like
+    mbarrier.arrive, the thread's earlier accesses) to the waiters of the phase."""
+    bar = _kw(args, kwargs, 0, "mbar_ptr")
+    if not isinstance(bar, Smem):
+        it.unmodeled(node, "cp_async_mbarrier_arrive_noinc", "the barrier could not be resolved")
+        return None
+    it.emit(RawArrive(it.span(node), bar, 1, it.mask, "cta", False, True, 0, cp_async=True))
+    return None
 
 
 def h_mbarrier_arrive(it: KernelInterp, args, kwargs, node):
@@ -3440,7 +3455,7 @@ CALLS: dict = {
     "arch.grid_dim": h_launch_dims, "arch.cluster_dim": h_launch_dims, "arch.cluster_idx": h_launch_dims,
     "arch.cluster_size": h_cluster_size, "arch.elect_one": h_elect_one,
     "arch.mbarrier_init": h_mbarrier_init, "arch.mbarrier_init_fence": h_mbarrier_init_fence,
-    "arch.mbarrier_arrive": h_mbarrier_arrive, "arch.mbarrier_arrive_and_expect_tx": h_arrive_expect_tx,
+    "arch.mbarrier_arrive": h_mbarrier_arrive, "arch.cp_async_mbarrier_arrive_noinc": h_cp_async_arrive_noinc, "arch.mbarrier_arrive_and_expect_tx": h_arrive_expect_tx,
     "arch.mbarrier_expect_tx": h_expect_tx, "arch.mbarrier_wait": h_mbarrier_wait,
     "arch.mbarrier_try_wait": h_try_wait, "arch.mbarrier_test_wait": h_try_wait,
     "arch.sync_threads": h_sync_threads, "arch.barrier": h_barrier, "arch.barrier_arrive": h_barrier_arrive,

@@ -582,8 +582,10 @@ def _arrive(it, bar: Smem, style: str, node, tx: object = 0):
                                   tx if isinstance(tx, int) else None))
     elif style == "cta0":
         it.emit(RawArrive(span, _cluster_peer(it, bar, 0), 1, it.mask, "cluster", True, True, 0))
-    elif style == "thread":
-        it.emit(RawArrive(span, bar, 1, it.mask, "cta", False, True, 0))
+    elif style in ("thread", "cp_async"):
+        # PipelineCpAsync's producer side (PipelineOp.AsyncLoad) arrives with
+        # cp.async.mbarrier.arrive.noinc: the arrive publishes the thread's cp.async copies.
+        it.emit(RawArrive(span, bar, 1, it.mask, "cta", False, True, 0, cp_async=style == "cp_async"))
     elif style in ("elect", "tma"):
         lane = _lowest(it.mask)
         it.elected_lanes.add(lane.bit_length() - 1)
@@ -626,7 +628,8 @@ def method(it, pipe, meth: str, args, kwargs, node):
             it.unmodeled(node, f"{pipe.kind}.producer_commit", "the CLC pipeline is completed by the scheduler's "
                          "query (advance_to_next_work), not by a commit")
         elif prod_style in ("thread", "elect"):
-            _commit(it, pipe, _bar(pipe.full, st.index), prod_style, node)
+            _commit(it, pipe, _bar(pipe.full, st.index),
+                    "cp_async" if pipe.kind == "PipelineCpAsync" else prod_style, node)
     elif meth == "consumer_wait":
         it.emit_wait(_bar(pipe.full, st.index), st.phase, node)
     elif meth == "consumer_release":

@@ -539,6 +539,16 @@ class Lowering:
                                                    f"release this CTA's writes to the peer"))
             if publishes and b in self.waited:
                 stmts += self.release_into(f"br{b}", pi, op.lanes, reads_from_whole_warp=not k.strict)
+                cg = self.cp_group.get(pi)
+                for c in op.done_copies if cg is not None else ():
+                    # cp.async.mbarrier.arrive.noinc: the copies have landed when the arrive fires;
+                    # the waiters (not the issuing lanes) see them.
+                    r = c.region.index
+                    if r not in self.tracked_ids:
+                        continue
+                    j = self.part_index(r, c.part)
+                    for key in [r] + ([self.part_key(r, j)] if j is not None else []):
+                        stmts.append(f"br{b}_{key} = br{b}_{key} | {self.W(cg)}")
             stmts.append(self.complete_phase(b))
             what = f"arrives on {op.bar.name} ({op.count} arrival{'s' if op.count != 1 else ''}" + (
                 f", expects {op.tx} tx" if op.tx else "") + ")"
