@@ -430,10 +430,10 @@ def classify_frontend(text: str, settings) -> list:
 # e.g. `end_x` would become an end label and hide a deadlock, `accept_y` / `progress_z` would
 # change what SPIN checks.
 PROMELA_KEYWORDS = {"active", "proctype", "init", "run", "int", "byte", "bit", "bool", "atomic", "d_step", "if",
-                    "fi", "do", "od", "else", "skip", "break", "assert", "true", "false"}
+                    "fi", "do", "od", "else", "skip", "break", "assert", "true", "false", "unsigned"}
 GENERATED_NAME = re.compile(
-    r"^(?:mb_p|mb_t|mb_ph|mb_in|ex|dead|kn|kg|kx|nn|ng|fv|cfg|uc|sg|cg|Tma|end_tma|P\d+|tq\d+|[atu]_\d+|"
-    r"c\d+_\d+|an_\d+|ar_\d+|ap\d+_\d+|(?:br|bd|na|nd|ka|kd|fr)\d+_\d+)$")
+    r"^(?:mb_p|mb_t|mb_ph|mb_in|ex|dead|kn|kg|kx|nn|ng|fv|cfg|uc|sg|cg|Tma|end_tma|P\d+|tq\d+|[atu]_\d+(?:p\d+)?|"
+    r"c\d+_\d+(?:p\d+)?|an_\d+|ar_\d+|ap\d+_\d+|(?:br|bd|na|nd|ka|kd|fr)\d+_\d+(?:p\d+)?)$")
 HEADER_COMMENT = "/* cutespin model: generated, position-free */"
 
 

@@ -10,7 +10,7 @@ of which reach SPIN); CUTESPIN_FUZZ_WORKERS (default: the CPUs), CUTESPIN_FUZZ_S
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cutespin.config import Settings
@@ -58,6 +58,10 @@ SOURCES = bases()
 @given(st.sampled_from(sorted(SOURCES)),
        st.lists(st.tuples(st.integers(0, len(OPERATORS) - 1), st.integers(0, 1 << 12), st.integers(0, 1 << 12)),
                 min_size=1, max_size=3))
+# Found by this property (2026-11-30): a remote arrive whose peer rank is a per-lane value with an
+# unknown lane (sorting ints and unknowns raised), and a multicast consumer count mutant.
+@example(base="tma_multicast_cluster_consumer_count.py", plan=[(0, 6, 0)])
+@example(base="dsmem_jacobi_exit.py", plan=[(3, 443, 1249)])
 def test_mutants_are_classified_property(base, plan):
     classes = classify_frontend(apply_plan(SOURCES[base], plan), Settings(loop_bound=2))
     assert classes and set(classes) <= set(CLASSES)

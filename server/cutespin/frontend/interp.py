@@ -2521,7 +2521,8 @@ def _remote_target(it, bar: Smem, peer, node):
         return [(it.mask, bar.at(cta=base_cta + peer % it.ctx.cluster, remote=True))]
     if isinstance(peer, LaneVal):
         out = []
-        for v in sorted(set(peer.vals[i] for i in range(32) if it.mask >> i & 1)):
+        active = [peer.vals[i] for i in range(32) if it.mask >> i & 1]
+        for v in sorted(set(active)) if all(_is_int(v) for v in active) else [None]:
             if not _is_int(v):
                 break
             m = sum(1 << i for i in range(32) if it.mask >> i & 1 and peer.vals[i] == v)

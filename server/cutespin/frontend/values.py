@@ -285,7 +285,7 @@ class Layout:
     def coord(self, index: int) -> Optional[tuple]:
         """The top-level coordinate of `index` (column-major), e.g. a CTA rank -> (v, m, n, l)."""
         sizes = self.mode_sizes()
-        if sizes is None:
+        if sizes is None or any(n <= 0 for n in sizes):  # an empty mode (a mutant's `(0, 1, 1)`)
             return None
         out = []
         for n in sizes:

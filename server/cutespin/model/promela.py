@@ -14,6 +14,7 @@ Encodings (see `docs/policies.md` and `../shared/reference/spin-engine.md`):
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -260,7 +261,7 @@ class Lowering:
             taken = set()
             for gj in near[gi]:
                 taken |= {self.groups[gj].wpos, self.groups[gj].rpos}
-            free = (pos for pos in range(64) if pos not in taken)
+            free = (pos for pos in itertools.count() if pos not in taken)  # past MAX_BITS: TooManyGroups below
             if gi in wneed:
                 g.wpos = next(free)
             if gi in rneed:
