@@ -88,19 +88,6 @@ ELEMENT_BLOCK_REST = -1  # the elements of a flat buffer that no per-lane access
 MAX_ELEMENT_BLOCKS = 16  # more distinct blocks than this: the buffer stays one region
 
 
-def _element_blocks(idx, mask: int, offset: int = 0) -> Optional[list]:
-    """The 32-element blocks a 1-D index touches in the active lanes (after a pointer offset of
-    `offset` elements), or None when unknown."""
-    if isinstance(idx, tuple) and len(idx) == 1:
-        idx = idx[0]
-    vals = [idx] if not isinstance(idx, LaneVal) else [idx.vals[lane] for lane in range(32) if mask >> lane & 1]
-    if vals and all(_is_int(v) and not isinstance(v, bool) for v in vals):
-        elems = [offset + int(v) for v in vals]
-        if all(e >= 0 for e in elems):
-            return sorted({e // ELEMENT_BLOCK for e in elems})
-    return None
-
-
 def _element_sets(idx, mask: int, offset: int = 0) -> Optional[dict]:
     """The elements a 1-D index names in the active lanes, by 32-element block, or None."""
     if isinstance(idx, tuple) and len(idx) == 1:
@@ -3280,7 +3267,7 @@ def h_make_tensor(it, args, kwargs, node):
         layout = args[1] if len(args) > 1 else None
         view = it.with_layout(ptr, layout, None) if isinstance(layout, Layout) else ptr
         # An index into the new tensor is an element offset from the pointer only for a compact
-        # rank-1 layout (element blocks, `_element_blocks`).
+        # rank-1 layout (element blocks, `_element_sets`).
         rank1 = (isinstance(layout, Layout) and layout.compact and not isinstance(layout.shape, tuple)
                  or isinstance(layout, Layout) and layout.compact and len(layout.shape) == 1
                  or isinstance(layout, Unknown) and layout.dims is not None and len(layout.dims) == 1)
