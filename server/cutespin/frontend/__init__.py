@@ -38,6 +38,9 @@ class KernelEnv:
     stages: Optional[int]
     loop_bound: Optional[int]
     assumptions: list
+    # `block=[self.n_warps * 32, 1, 1]` with `self.n_warps` not folded: (attribute, factor), so
+    # that the attribute can be tied to the block size the model takes (build_kernel).
+    block_tie: Optional[tuple] = None
 
 
 # Larger files are refused: libcst needs about 25 s and 0.5 GB per 500 KB of Python, far more than
@@ -311,6 +314,7 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
     launch = info.launches.get(site.qualname)
     host_env: dict = {}
     kernel_args: dict = {}
+    block_tie = None
     threads = cluster = grid = None
     if launch is not None:
         host = launch.host
@@ -330,6 +334,8 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
         host_env = it.env
         kw = {a.keyword.value: a.value for a in launch.launch.args if a.keyword is not None}
         threads = _first_dim_product(it.eval(kw["block"])) if "block" in kw else None
+        if threads is None and "block" in kw and self_obj is not None:
+            block_tie = _block_tie(it, kw["block"], self_obj)
         cluster = _first_dim_product(it.eval(kw["cluster"])) if "cluster" in kw else 1
         grid = _first_dim_product(it.eval(kw["grid"])) if "grid" in kw else None
         kparams = [p for p in site.node.params.params if p.name.value != "self"]
@@ -394,8 +400,45 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
     default = _assume_default_stages(self_obj, params, assumptions)
     if stages is None:
         stages = default
+    if "block" in pins:
+        block_tie = None
     return KernelEnv(self_obj, params, threads, cluster, grid if isinstance(grid, int) else None,
-                     stages, pins.get("loop", settings.loop_bound), assumptions)
+                     stages, pins.get("loop", settings.loop_bound), assumptions, block_tie)
+
+
+def _block_tie(it, expr: cst.BaseExpression, self_obj: SelfObj) -> Optional[tuple]:
+    """`block=[self.n * k, 1, 1]` (or `[self.n, 1, 1]`, `k * self.n`) where `self.n` does not fold
+    and the other dimensions and `k` do: (`n`, k)."""
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        elems = [e.value for e in expr.elements]
+        if not elems:
+            return None
+        try:
+            rest = [it.eval(e) for e in elems[1:]]
+        except I.Unsupported:
+            return None
+        if any(not (isinstance(r, int) and not isinstance(r, bool) and r == 1) for r in rest):
+            return None
+        expr = elems[0]
+
+    def attr(e) -> Optional[str]:
+        if (isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self"
+                and isinstance(self_obj.attrs.get(e.attr.value), Unknown)):
+            return e.attr.value
+        return None
+
+    if attr(expr):
+        return attr(expr), 1
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+        for a, b in ((expr.left, expr.right), (expr.right, expr.left)):
+            if attr(a):
+                try:
+                    k = it.eval(b)
+                except I.Unsupported:
+                    return None
+                if isinstance(k, int) and not isinstance(k, bool) and k > 0:
+                    return attr(a), k
+    return None
 
 
 DEFAULT_STAGES = I.DEFAULT_STAGES
@@ -484,12 +527,16 @@ class _Numbering:
                     + f" (CTA {target.cta})")
             space, cta = "tmem", target.cta
         elif isinstance(target, Smem):
-            key = ("smem", target.alloc, target.cta, target.stage, target.block)
+            key = ("smem", target.alloc, target.cta, target.stage, target.block, target.atom)
             name = target.label + (f"[stage {target.stage}]" if target.stage is not None else "")
             if target.block is not None and target.block == I.ELEMENT_BLOCK_REST:
                 name += "[other elements]" if target.flat or target.coord_rank else "[other slices]"
             elif target.block is not None:
                 span = f"{target.block * I.ELEMENT_BLOCK}:{(target.block + 1) * I.ELEMENT_BLOCK}"
+                if target.atom:
+                    a = target.atom
+                    span = (str(a[0]) if len(a) == 1 else f"{a[0]}:{a[-1] + 1}" if a[-1] - a[0] + 1 == len(a)
+                            else ",".join(map(str, a[:4])) + (",..." if len(a) > 4 else ""))
                 name += (f"[{span}]" if target.flat else
                          f"[{', '.join(['...'] * (target.coord_rank - 1) + [span])}]" if target.coord_rank
                          else f"[slice {target.block}]")
@@ -540,24 +587,41 @@ def _retarget(op, t: Smem):
     return replace(op, target=t) if isinstance(op, I.RawAccess) else replace(op, dst=t)
 
 
+def _block_atoms(sets: list) -> list:
+    """The atoms of a block's elements: elements named by exactly the same accesses go together."""
+    sig: dict = {}
+    for e in sorted({e for s in sets for e in s}):
+        sig.setdefault(frozenset(i for i, s in enumerate(sets) if e in s), []).append(e)
+    return sorted(tuple(v) for v in sig.values())
+
+
 def split_blocks(procs) -> None:
-    """Make the element blocks of flat SMEM buffers sound (see interp `_element_blocks`).
+    """Make the element blocks of flat SMEM buffers sound (see interp `_element_sets`).
 
     A buffer read or written at per-lane indices got one access per 32-element block; every other
     access to it (unknown index, whole-buffer copy) touches all of those blocks plus the rest.
     A buffer that asynchronous copies, TMA or MMAs touch, or that has too many blocks, goes back
-    to one region."""
+    to one region. When every block access names its elements, a block is further split into
+    atoms, the elements that exactly the same accesses name (`acc[warp]` by each warp's lane 0,
+    `acc[n_warps]` by warp 0: five atoms of block 0), as long as the atoms stay few; two accesses
+    then conflict exactly when they name a common element."""
     blocks: dict = {}  # (alloc, cta, stage) -> block numbers
     flat: dict = {}  # (alloc, cta, stage) -> whether its blocks are element blocks
     other: set = set()  # buffers that non-plain ops touch
+    named: dict = {}  # (alloc, cta, stage) -> {block: [element sets]}, None once one access lacks them
     for _, _, it in procs:
         for op in ir.walk(it.out):
             t = _block_target(op)
             if t is not None:
                 if t.block is not None:
-                    blocks.setdefault((t.alloc, t.cta, t.stage), set()).add(t.block)
+                    k = (t.alloc, t.cta, t.stage)
+                    blocks.setdefault(k, set()).add(t.block)
                     # element blocks (of the offset or of the last coordinate), not per-warp slices
-                    flat[(t.alloc, t.cta, t.stage)] = (t.flat, t.coord_rank)
+                    flat[k] = (t.flat, t.coord_rank)
+                    if t.elems is None or not isinstance(op, I.RawAccess):
+                        named[k] = None
+                    elif named.get(k, {}) is not None:
+                        named.setdefault(k, {}).setdefault(t.block, []).append(set(t.elems))
             else:
                 for attr in ("dst", "src", "target", "bar"):
                     t = getattr(op, attr, None)
@@ -565,6 +629,18 @@ def split_blocks(procs) -> None:
                         other.add(t.alloc)
     keep = {k: sorted(v) + [I.ELEMENT_BLOCK_REST] for k, v in blocks.items()
             if k[0] not in other and len(v) <= I.MAX_ELEMENT_BLOCKS}
+    atoms: dict = {}  # (alloc, cta, stage) -> {block: [atoms]}
+    for k in keep:
+        if named.get(k):
+            per = {b: _block_atoms(sets) for b, sets in named[k].items()}
+            if sum(len(a) for a in per.values()) <= I.MAX_ELEMENT_BLOCKS:
+                atoms[k] = per
+
+    def parts(k, b, elems=None) -> list:
+        """The (block, atom) pieces of block b of buffer k that an access naming elems touches."""
+        if b == I.ELEMENT_BLOCK_REST or k not in atoms or b not in atoms[k]:
+            return [(b, None)]
+        return [(b, a) for a in atoms[k][b] if elems is None or set(a) & set(elems)]
 
     def rewrite(ops: list) -> list:
         out = []
@@ -577,18 +653,21 @@ def split_blocks(procs) -> None:
             if t is None:
                 out.append(op)
                 continue
-            if t.block is not None and (t.alloc, t.cta, t.stage) not in keep:
-                out.append(_retarget(op, t.at(block=None)))  # the whole buffer after all
-            elif t.block is None and t.stage is None and any(k[0] == t.alloc and k[1] == t.cta for k in keep):
-                mine = [k for k in keep if k[0] == t.alloc and k[1] == t.cta]
-                if any(k[2] is not None for k in mine):
+            k = (t.alloc, t.cta, t.stage)
+            if t.block is not None and k not in keep:
+                out.append(_retarget(op, t.at(block=None, elems=None)))  # the whole buffer after all
+            elif t.block is not None:
+                out += [_retarget(op, t.at(block=b, elems=None, atom=a)) for b, a in parts(k, t.block, t.elems)]
+            elif t.block is None and t.stage is None and any(k2[0] == t.alloc and k2[1] == t.cta for k2 in keep):
+                mine = [k2 for k2 in keep if k2[0] == t.alloc and k2[1] == t.cta]
+                if any(k2[2] is not None for k2 in mine):
                     out.append(op)  # a whole staged buffer: also its stages that have no blocks
-                for k in mine:  # and every block of every stage that has them
-                    out += [_retarget(op, t.at(block=b, stage=k[2], flat=flat[k][0], coord_rank=flat[k][1]))
-                            for b in keep[k]]
-            elif t.block is None and (t.alloc, t.cta, t.stage) in keep:
-                k = (t.alloc, t.cta, t.stage)
-                out += [_retarget(op, t.at(block=b, flat=flat[k][0], coord_rank=flat[k][1])) for b in keep[k]]
+                for k2 in mine:  # and every block of every stage that has them
+                    out += [_retarget(op, t.at(block=b, atom=a, stage=k2[2], flat=flat[k2][0], coord_rank=flat[k2][1]))
+                            for b0 in keep[k2] for b, a in parts(k2, b0)]
+            elif t.block is None and k in keep:
+                out += [_retarget(op, t.at(block=b, atom=a, flat=flat[k][0], coord_rank=flat[k][1]))
+                        for b0 in keep[k] for b, a in parts(k, b0)]
             else:
                 out.append(op)
         return out
@@ -1152,6 +1231,12 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         threads = 32 * _warps_reaching_every_branch(info, site, env, methods, settings)
         registry.assume(f"block size not foldable: taken to be {threads} threads, the fewest whole warp groups "
                         f"whose warps reach every warp-dependent branch (pin it with `# cutespin: block=N`)")
+        if env.block_tie is not None and threads % env.block_tie[1] == 0:
+            # The launch says block = self.n * k threads; the model's block fixes self.n.
+            name, k = env.block_tie
+            env.self_obj.attrs[name] = threads // k
+            registry.assume(f"self.{name} = {threads // k}: the launch's block is `self.{name}"
+                            + (f" * {k}`" if k != 1 else "`") + f" threads and the block is taken to be {threads}")
     warps = max(1, (threads + 31) // 32)
     if warps > 32:
         registry.add_unmodeled(ir.Unmodeled(def_span.line, "block size", f"{threads} threads per CTA"))

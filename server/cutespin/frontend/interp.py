@@ -88,16 +88,18 @@ ELEMENT_BLOCK_REST = -1  # the elements of a flat buffer that no per-lane access
 MAX_ELEMENT_BLOCKS = 16  # more distinct blocks than this: the buffer stays one region
 
 
-def _element_blocks(idx, mask: int, offset: int = 0) -> Optional[list]:
-    """The 32-element blocks a 1-D index touches in the active lanes (after a pointer offset of
-    `offset` elements), or None when unknown."""
+def _element_sets(idx, mask: int, offset: int = 0) -> Optional[dict]:
+    """The elements a 1-D index names in the active lanes, by 32-element block, or None."""
     if isinstance(idx, tuple) and len(idx) == 1:
         idx = idx[0]
     vals = [idx] if not isinstance(idx, LaneVal) else [idx.vals[lane] for lane in range(32) if mask >> lane & 1]
     if vals and all(_is_int(v) and not isinstance(v, bool) for v in vals):
         elems = [offset + int(v) for v in vals]
         if all(e >= 0 for e in elems):
-            return sorted({e // ELEMENT_BLOCK for e in elems})
+            out: dict = {}
+            for e in sorted(set(elems)):
+                out.setdefault(e // ELEMENT_BLOCK, []).append(e)
+            return {b: tuple(v) for b, v in out.items()}
     return None
 
 
@@ -1939,6 +1941,9 @@ class KernelInterp:
     def with_layout(self, buf: Smem, layout, dtype) -> Smem:
         dtype = as_dtype(dtype)
         bits = dtype.bits if isinstance(dtype, DType) else None
+        if _is_int(layout) and not isinstance(layout, bool) and int(layout) > 0:
+            # `allocate_tensor(dtype, n)`: an integer layout is `make_layout(n)`, compact rank 1.
+            return buf.at(nbytes=int(layout) * bits // 8 if bits else None, flat=True)
         if isinstance(layout, Layout) and bits:
             shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
             counts = self.registry.stage_counts
@@ -2019,20 +2024,22 @@ class KernelInterp:
             if (stage is None and isinstance(base, Smem) and base.coord_rank and base.part is None and not base.tmem
                     and isinstance(idx, tuple) and len(idx) == base.coord_rank
                     and not any(x is None or isinstance(x, slice) for x in idx)):
-                blocks = _element_blocks(idx[-1], self.mask)
+                blocks = _element_sets(idx[-1], self.mask)
                 if blocks is not None:
                     # `sSeg[row, tidx]`: each lane's last coordinate is known; elements whose last
-                    # coordinates lie in different 32-blocks differ, whatever the other coordinates.
-                    for b in blocks:
-                        self.emit(RawAccess(self.span(node), base.at(block=b), write, self.mask, False))
+                    # coordinates lie in different 32-blocks differ, whatever the other coordinates
+                    # (and so do elements whose last coordinates differ at all: split_blocks).
+                    for b, elems in blocks.items():
+                        self.emit(RawAccess(self.span(node), base.at(block=b, elems=elems), write, self.mask, False))
                     return Unknown("loaded value") if not write else None
             if stage is None and isinstance(base, Smem) and base.flat and base.part is None and not base.tmem:
-                blocks = _element_blocks(idx, self.mask, base.offset)
+                blocks = _element_sets(idx, self.mask, base.offset)
                 if blocks is not None:
                     # `sRed[tidx + off]`: each lane's element is known, so the access touches
-                    # only the 32-element blocks those elements lie in.
-                    for b in blocks:
-                        self.emit(RawAccess(self.span(node), base.at(block=b), write, self.mask, False))
+                    # only the 32-element blocks those elements lie in (and, within a block, only
+                    # the atoms split_blocks makes of its elements).
+                    for b, elems in blocks.items():
+                        self.emit(RawAccess(self.span(node), base.at(block=b, elems=elems), write, self.mask, False))
                     return Unknown("loaded value") if not write else None
             if not write and isinstance(base, Smem) and _has_open_mode(idx):
                 # `tLSEsLSE[None, s, m]`: a slice of a view is a view; its accesses are the
@@ -3276,7 +3283,7 @@ def h_make_tensor(it, args, kwargs, node):
         layout = args[1] if len(args) > 1 else None
         view = it.with_layout(ptr, layout, None) if isinstance(layout, Layout) else ptr
         # An index into the new tensor is an element offset from the pointer only for a compact
-        # rank-1 layout (element blocks, `_element_blocks`).
+        # rank-1 layout (element blocks, `_element_sets`).
         rank1 = (isinstance(layout, Layout) and layout.compact and not isinstance(layout.shape, tuple)
                  or isinstance(layout, Layout) and layout.compact and len(layout.shape) == 1
                  or isinstance(layout, Unknown) and layout.dims is not None and len(layout.dims) == 1)
@@ -3653,6 +3660,10 @@ def _same(a, b) -> bool:
 
 def _stage_index(idx, base):
     """`buf[None, None, s]` / `buf[(None, s)]` / `buf[s]` on a staged buffer select stage s."""
+    if isinstance(base, Smem) and base.stage is not None:
+        # A view of one stage (`tCsA_p = tCsA[None, None, None, read]`): its indices address
+        # elements of that stage (`tCsA_p[None, None, k_block]`), they do not select another one.
+        return None
     if isinstance(idx, tuple) and idx and _is_int(idx[-1]) and all(x is None or isinstance(x, slice) for x in idx[:-1]):
         return idx[-1]
     if _is_int(idx) and isinstance(base, Smem) and base.stages is not None and base.stage is None:

@@ -93,6 +93,11 @@ class Smem:
     # Elements [32*block, 32*block + 32) of a flat buffer (ELEMENT_BLOCK_REST: the elements no
     # block access names); set for loads/stores at per-lane indices (see frontend.split_blocks).
     block: Optional[int] = None
+    # The elements of `block` a per-lane load/store names (interp `access`), and after
+    # frontend.split_blocks the atom of the block this access stands for: the elements that
+    # exactly the same accesses name (`acc[warp]` and `acc[n_warps]` are different atoms of block 0).
+    elems: Optional[tuple] = None
+    atom: Optional[tuple] = None
 
     def at(self, **kw) -> "Smem":
         return replace(self, **kw)
