@@ -66,6 +66,7 @@ class PersistentWgmmaGemm:
         )
 
     # Three trips of each runtime loop already wrap both rings; more only grow the state space.
+    # (Without the pin, at the default bound 5, it is verified too: 225,437 states, about 10 s.)
     # cutespin: loop=3
     @cute.kernel
     def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,

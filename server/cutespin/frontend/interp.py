@@ -58,13 +58,17 @@ SYNC_TEXT_RE = re.compile(
 
 # Whether a function's text names the catalogue, per node (the text of a large helper costs
 # milliseconds to generate, and hot helpers are called tens of thousands of times): id -> (node,
-# answer); the node is kept so that its id is not reused.
+# answer); the node is kept so that its id is not reused. Bounded: a language server parses a
+# new tree on every save, and stale trees must not pile up here.
 _NAMES_SYNC: dict = {}
+NAMES_SYNC_MAX = 4096
 
 
 def _names_sync(node) -> bool:
     got = _NAMES_SYNC.get(id(node))
     if got is None or got[0] is not node:
+        if len(_NAMES_SYNC) >= NAMES_SYNC_MAX:
+            _NAMES_SYNC.clear()
         got = _NAMES_SYNC[id(node)] = (node, bool(SYNC_TEXT_RE.search(cst.Module([]).code_for_node(node))))
     return got[1]
 
@@ -926,8 +930,10 @@ class KernelInterp:
         return tuple(out) if keep else Unknown("set or dict comprehension")
 
     def _emits(self, node) -> bool:
-        """Whether one element of a comprehension would emit an operation (its filters ignored)."""
+        """Whether one element of a comprehension would emit an operation (its filters ignored).
+        A probe: what it emits and the per-call-site counters it advances are put back."""
         saved_out, saved_env = self.out, dict(self.env)
+        saved_calls, saved_tiles = dict(self.work_calls), dict(self.tiles_executed)
         self.out = []
         try:
             comp = node.for_in
@@ -946,6 +952,7 @@ class KernelInterp:
         finally:
             self.out = saved_out
             self.env = saved_env
+            self.work_calls, self.tiles_executed = saved_calls, saved_tiles
 
     def _comprehension_into(self, node, comp, out: list) -> bool:
         for v in self.iteration_values(comp.iter, node):
