@@ -383,8 +383,9 @@ def test_emit_promela_writes_a_position_free_model_and_its_line_table(capsys, tm
     assert table
     for key, info in table.items():
         assert 1 <= int(key) <= pml_lines
-        assert set(info) == {"line", "process", "what"}
+        assert set(info) == {"line", "path", "process", "what"}
         assert info["line"] is None or 1 <= info["line"] <= src_lines
+        assert info["path"] == ""  # every step is in the analyzed file, none in a sibling module
     assert {62, 64, 67, 68} <= {i["line"] for i in table.values()}
 
     # The emitted model is the real one: SPIN finds the race in it on its own.

@@ -232,7 +232,9 @@ def emit_promela(folder: Path, fr, source: Path) -> None:
             continue
         base = folder / f"{stem}.{kr.qualname}"
         Path(str(base) + ".pml").write_text(kr.promela.text)
-        table = {str(n): {"line": i.span.line if i.span else None, "process": i.process, "what": i.what}
+        # "path" names the sibling module of a helper inlined from another file ("" for the source).
+        table = {str(n): {"line": i.span.line if i.span else None, "path": i.span.path if i.span else "",
+                          "process": i.process, "what": i.what}
                  for n, i in kr.promela.lines.items()}
         Path(str(base) + ".lines.json").write_text(json.dumps(table, indent=1) + "\n")
 

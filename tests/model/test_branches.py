@@ -81,8 +81,21 @@ def test_branch_that_only_touches_untracked_buffers_is_left_out(require_spin):
         cute.arch.sync_threads()
         """)
     text = pml(source(body))
-    assert ":: true" not in text
-    assert ":: true" in pml(source(body.replace("sTmp", "sBuf") + "if warp_idx == 1:\n    mA[lane] = sBuf[lane]\n"))
+    assert ":: true" not in text and "a_2 = a_2 |" not in text
+
+
+MANY_BRANCHES = "".join(f"""\
+    if mA[{i}] > 0.0:
+        sBuf[lane] = {i}.0
+        cute.arch.fence_view_async_shared()
+""" for i in range(12))
+WRITER_THEN_READER = """\
+if warp_idx == 0:
+{branches}
+cute.arch.sync_threads()
+if warp_idx == 1:
+    mA[lane] = sBuf[lane]
+"""
 
 
 def test_many_branches_end_the_atomic_sequence_past_the_path_budget(require_spin, monkeypatch):
@@ -104,3 +117,59 @@ def test_a_race_behind_many_branches_is_still_found(require_spin):
     k = check(src)
     assert k.verdict == "counterexample"
     assert {f.code for f in k.findings} == {"CS201"}
+
+
+# ---------------------------------------------------------------- access-only branches (P10)
+ACCESS_ONLY = """\
+if warp_idx == 0:
+    if mA[0] > 0.0:
+        sBuf[lane] = 1.0
+    else:
+        sTmp[lane] = 1.0
+    if mA[1] > 0.0:
+        sTmp[lane] = 2.0
+cute.arch.sync_threads()
+if warp_idx == 1:
+    mA[lane] = sBuf[lane] + sTmp[lane]
+"""
+
+
+def test_access_only_branch_runs_every_side_without_a_choice(require_spin):
+    text = pml(source(ACCESS_ONLY))
+    assert ":: true" not in text  # no nondeterministic choice is left
+    # Both warps still write both buffers: the writes of every side are in the model.
+    assert text.count("a_1 = a_1 |") == 2 and text.count("a_2 = a_2 |") == 3
+
+
+def test_access_only_branches_keep_the_verdict_and_shrink_the_search(require_spin, monkeypatch):
+    together = check(source(ACCESS_ONLY))
+    monkeypatch.setattr(promela, "_accesses_only", lambda op: False)
+    assert ":: true" in pml(source(ACCESS_ONLY))
+    apart = check(source(ACCESS_ONLY))
+    assert together.verdict == apart.verdict == "verified"
+    assert together.stats["states"] < apart.stats["states"]
+
+
+def test_a_race_on_one_side_of_an_access_only_branch_is_found(require_spin, monkeypatch):
+    # Without the barrier, warp 0's writes on either side race with warp 1's reads.
+    racy = ACCESS_ONLY.replace("cute.arch.sync_threads()\n", "")
+    together = check(source(racy))
+    monkeypatch.setattr(promela, "_accesses_only", lambda op: False)
+    apart = check(source(racy))
+    assert together.verdict == apart.verdict == "counterexample"
+    assert {f.code for f in together.findings} == {f.code for f in apart.findings} == {"CS201"}
+
+
+def test_a_cta_uniform_branch_is_not_run_both_ways(require_spin):
+    # `n > 0` is the same in every warp: warp 0 writing on one side and warp 1 reading on the
+    # other never meet, so running both sides would be a false race.
+    src = source("""\
+        if n > 0:
+            if warp_idx == 0:
+                sBuf[lane] = 1.0
+        else:
+            if warp_idx == 1:
+                mA[lane] = sBuf[lane]
+        """)
+    assert "uc[0]" in pml(src)
+    assert check(src).verdict == "verified"

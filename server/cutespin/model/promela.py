@@ -849,14 +849,21 @@ class Lowering:
         self.emit(indent + ("fi" if inline else "fi;"), None)
 
     def choice_paths(self, op: ir.Choice) -> int:
-        """Paths through a branch inside one atomic sequence (capped past the budget)."""
-        total = 0
+        """Paths through a branch inside one atomic sequence (capped past the budget) that may
+        end in the same state. A CTA-uniform branch counts its widest side only: the first warp
+        to reach it walks both sides, but they end in different states (`uc` differs), which SPIN
+        stores anyway; every later warp walks the one side already chosen. Ending the sequence
+        there would only add interleaving points. Access-only branches are walked as one path."""
+        if _accesses_only(op):
+            return 1
+        counts = []
         for alt in op.alternatives:
             n = 1
             for o in alt:
                 if isinstance(o, ir.Choice) and self.has_effect(o):
                     n = min(n * self.choice_paths(o), PATH_BUDGET + 1)
-            total += n
+            counts.append(n)
+        total = max(counts) if op.shared is not None else sum(counts)
         return min(total, PATH_BUDGET + 1)
 
     def close_atomic(self, text: str):
@@ -870,7 +877,22 @@ class Lowering:
         for op in _dedupe_accesses(ops):
             if isinstance(op, ir.Choice) and not self.has_effect(op):
                 continue  # both sides only touch untracked buffers: the same model either way
+            if _accesses_only(op):
+                self.lower_sides_together(pi, op, indent)
+                continue
             self.lower_op(pi, op, indent)
+
+    def lower_sides_together(self, pi: int, op: ir.Choice, indent: str):
+        """A branch that may differ between warps and whose sides only access memory: every side
+        runs, one after the other (P10, "Access-only branches"). Each access bit evolves on its
+        own (every update is a bitwise or / and-not / copy, and an access's check masks out its
+        own warp's bits), so the bits of one side end the same as on the path that took that
+        side alone: the same races are found, and the warp's 2^n combinations of sides, which
+        SPIN would otherwise keep as distinct states at every later wait, collapse into one."""
+        role = self.k.processes[pi].role
+        self.emit(indent + "skip", LineInfo(op.span, role, "runs every side of a runtime branch whose sides only "
+                                            "load and store (the same races as taking each side alone)", "branch"))
+        self.lower_seq(pi, _dedupe_accesses(_side_accesses(op)), indent)
 
     def has_effect(self, op) -> bool:
         """Whether an op changes the model: accesses to untracked buffers lower to `skip`."""
@@ -1011,6 +1033,28 @@ class Lowering:
                             narrow_sites=self.narrow_sites, notes=self.notes,
                             tma_store_dests=self.tma_store_dests, cp_async_dests=self.cp_async_dests,
                             async_read_kinds={r: sorted(v) for r, v in self.async_read_kinds.items()})
+
+
+# Ops whose lowering only checks and updates access bits (or is `skip`: group commits, whose
+# meaning the front end already resolved into each wait's list of completed copies).
+_BIT_OPS = (ir.Access, ir.CpAsyncCopy, ir.AsyncRead, ir.CpAsyncCommit, ir.AsyncReadCommit)
+
+
+def _accesses_only(op) -> bool:
+    """A branch that may differ between warps (not CTA-uniform) whose sides hold only accesses
+    (loads, stores, cp.async copies, asynchronous reads) and such branches."""
+    if not isinstance(op, ir.Choice) or op.shared is not None:
+        return False
+    return all(isinstance(o, _BIT_OPS) or _accesses_only(o) for alt in op.alternatives for o in alt)
+
+
+def _side_accesses(op: ir.Choice) -> list:
+    """The accesses of every side of an access-only branch, in source order."""
+    out = []
+    for alt in op.alternatives:
+        for o in alt:
+            out += _side_accesses(o) if isinstance(o, ir.Choice) else [o]
+    return out
 
 
 def _dedupe_accesses(ops: list) -> list:
