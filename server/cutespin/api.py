@@ -204,7 +204,10 @@ def iter_check(text: str, path: str, settings: Settings, token: Optional[CancelT
             continue
         if token is not None and token.cancelled:
             raise Cancelled()
-        if _may_retry(k):
+        kr = _within_budget_at_smaller_bounds(k, text, path, settings, tools, token, lines)
+        if kr is not None:
+            pass
+        elif _may_retry(k):
             # The time bound covers the retries too (see _at_smaller_bounds).
             kr = run_kernel(k, settings.with_overrides(timeout=settings.timeout * FIRST_SEARCH_SHARE), tools,
                             token, lines)
@@ -256,6 +259,64 @@ def _at_smaller_bounds(kr: KernelResult, text: str, path: str, settings: Setting
         got.model.loop_chosen = False
         return got
     return kr
+
+
+# Unmodeled reasons that come from a front-end budget that grows with the loop bound: the
+# interpretation step budget, and the cap on configurations for uniform conditions that advance
+# a pipeline state differently (each unrolled iteration has its own instance). A model over the
+# size limit is the same kind of bound.
+_BUDGET_REASONS = ("interpretation steps", "advanced differently on the sides of the runtime condition")
+
+
+def _over_budget(k) -> bool:
+    return any(any(r in u.why for r in _BUDGET_REASONS) and "may differ between warps" not in u.why
+               for u in k.unmodeled)
+
+
+def _model_too_large(k) -> bool:
+    if k.unmodeled:
+        return False
+    try:
+        lower(k)
+    except ModelTooLarge:
+        return True
+    except (TooManyGroups, ValueOutOfRange):
+        return False
+    return False
+
+
+def _within_budget_at_smaller_bounds(k, text: str, path: str, settings: Settings, tools, token, lines):
+    """A kernel whose model at the *default* loop bound exceeds a front-end budget (too many
+    interpretation steps, too many uniform-condition configurations, a model over the size
+    limit) is built again at smaller bounds (half, then 1). The first of those that is fully
+    modeled and reaches a verdict is the result, stated as a smaller bound with an assumption
+    naming what the default bound exceeded (docs/policies.md P9). None when the kernel is not
+    such a case or no smaller bound helps: it is then checked as it is."""
+    bound = k.bounds.get("loop")
+    if k.loop_chosen or not isinstance(bound, int) or bound <= 1:
+        return None
+    if _over_budget(k):
+        why = "; ".join(sorted({u.why for u in k.unmodeled if any(r in u.why for r in _BUDGET_REASONS)}))
+    elif _model_too_large(k):
+        why = "the model is over the size limit"
+    else:
+        return None
+    for b in sorted({max(1, bound // 2), 1}, reverse=True):
+        if token is not None and token.cancelled:
+            raise Cancelled()
+        smaller = settings.with_overrides(loop_bound=b)
+        m = next((m for m in build_models(text, path, smaller) if m.qualname == k.qualname), None)
+        if m is None or m.unmodeled or _model_too_large(m):
+            continue
+        got = run_kernel(m, smaller.with_overrides(timeout=settings.timeout * RETRY_SEARCH_SHARE * 2), tools,
+                         token, lines)
+        if got.verdict == "inconclusive":
+            continue
+        got.assumptions.append(f"at the default loop bound {bound} the kernel is not fully modeled ({why}); "
+                               f"this verdict is for runtime loops of at most {b} trips")
+        got.model.loop_chosen = False
+        return got
+    return None
 
 
 def check_source(text: str, path: str, settings: Settings, token: Optional[CancelToken] = None,

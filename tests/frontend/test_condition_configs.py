@@ -130,3 +130,39 @@ def test_nested_uniform_conditions_are_found_in_later_rounds():
     p0 = next(p for p in m.processes if p.warp == 0)
     last = sorted({waits(v)[-1] for v in p0.variants})
     assert last == [("pipe.empty[0]", 0), ("pipe.empty[0]", 1), ("pipe.empty[1]", 1)]
+
+
+PREFETCH_THEN_LOOP = """\
+start, _, _ = cute.arch.block_idx()
+gdim, _, _ = cute.arch.grid_dim()
+n_blocks = cute.ceil_div(mA.shape[0], 128)
+prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+cons = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+first = start + 0 * gdim
+if warp_idx == 0:
+    if first < n_blocks:
+        pipe.producer_acquire(prod)
+        pipe.producer_commit(prod)
+        prod.advance()
+for b in cutlass.range(start, n_blocks, gdim):
+    if warp_idx == 1:
+        pipe.consumer_wait(cons)
+        pipe.consumer_release(cons)
+        cons.advance()
+    if warp_idx == 0:
+        pipe.producer_acquire(prod)
+        pipe.producer_commit(prod)
+        prod.advance()
+"""
+
+
+def test_a_runtime_loop_runs_so_its_start_is_below_its_stop_also_before_it():
+    # quack's RMSNorm backward prefetches the first block under `if init_bidx < M_ceil:` and then
+    # loops `range(bidx_start, M_ceil, gdim)`. Every configuration runs the loop at least once
+    # (P9), so the prefetch condition holds in every one: it is not a configuration of its own
+    # whose `False` side would leave the consumer waiting for a block never produced.
+    m = build(PREFETCH_THEN_LOOP)
+    assert not state_unmodeled(m), m.unmodeled
+    assert all(not c.conds for c in m.configs), [c.conds for c in m.configs]
+    p0 = next(p for p in m.processes if p.warp == 0)
+    assert not any(isinstance(o, ir.Choice) for v in p0.variants for o in ir.walk(v))

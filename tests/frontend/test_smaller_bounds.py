@@ -47,3 +47,51 @@ def test_a_chosen_loop_bound_is_kept(monkeypatch, require_spin):
     res = api.check_source(path.read_text(), str(path), Settings(loop_bound=3), with_fixes=False)
     kr = res.kernels[0]
     assert kr.verdict == "inconclusive" and bounds == [3]
+
+
+def _steps_needed(path, bound):
+    """The interpretation steps the whole kernel takes at a loop bound."""
+    from cutespin.frontend import build_models
+    from cutespin.frontend import interp
+    from cutespin.frontend.interp import Registry
+    seen = []
+    real_init = Registry.__init__
+
+    def init(self, *a, **kw):
+        real_init(self, *a, **kw)
+        seen.append(self)
+
+    try:
+        Registry.__init__ = init
+        build_models(path.read_text(), str(path), Settings(loop_bound=bound))
+    finally:
+        Registry.__init__ = real_init
+    return max(r.steps for r in seen), interp
+
+
+def test_a_kernel_over_the_interpretation_budget_is_checked_at_a_smaller_bound(monkeypatch, require_spin):
+    path = SAMPLES / "umma_2cta_pair_ok.py"
+    at_one, interp = _steps_needed(path, 1)
+    at_three, _ = _steps_needed(path, 3)
+    assert at_one < at_three
+    # A budget the default bound (3) exceeds and bound 1 fits in.
+    monkeypatch.setattr(interp, "MAX_KERNEL_STEPS", (at_one + at_three) // 2)
+    monkeypatch.setattr(api, "CACHE", api._ResultCache())
+    kr = api.check_source(path.read_text(), str(path), Settings(), with_fixes=False).kernels[0]
+    assert kr.verdict == "verified" and kr.bounds["loop"] == 1 and not kr.unmodeled, (kr.verdict, kr.reason)
+    assert any("default loop bound 3 the kernel is not fully modeled" in a and "interpretation steps" in a
+               and "at most 1 trips" in a for a in kr.assumptions)
+    # A bound the user chose is kept: over the budget, the kernel stays inconclusive.
+    chosen = api.check_source(path.read_text(), str(path), Settings(loop_bound=3), with_fixes=False).kernels[0]
+    assert chosen.verdict == "inconclusive" and any("interpretation steps" in u.why for u in chosen.unmodeled)
+
+
+def test_a_kernel_unmodeled_for_other_reasons_is_not_retried(monkeypatch, require_spin):
+    from cutespin.frontend import build_models
+    path = SAMPLES / "umma_2cta_pair_ok.py"
+    text = path.read_text()
+    k = build_models(text, str(path), Settings())[0]
+    calls = []
+    monkeypatch.setattr(api, "build_models", lambda *a: calls.append(a) or [])
+    assert api._within_budget_at_smaller_bounds(k, text, str(path), Settings(), None, None, []) is None
+    assert calls == []  # fully modeled and small: nothing to retry

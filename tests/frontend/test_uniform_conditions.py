@@ -297,3 +297,17 @@ def test_the_grid_size_is_uniform():
             cute.arch.sync_threads()
         """)
     assert shared_ids(m, 0) == shared_ids(m, 1) != [None]
+
+
+def test_a_tensor_resliced_on_one_side_of_a_uniform_branch_keeps_uniform_shapes():
+    # quack's RMSNorm backward: `if const_expr(self.per_head): mX = mX[None, bidz, None]`. The
+    # tensor is a select of two uniform views afterwards, so `mX.shape[0]` is still uniform.
+    m = model("""\
+        _, _, bidz = cute.arch.block_idx()
+        if cutlass.const_expr(self.flag):
+            mA = mA[None, bidz]
+        if mA.shape[0] > n:
+            cute.arch.sync_threads()
+        """)
+    first, second = shared_ids(m, 0), shared_ids(m, 1)
+    assert first == second and len(first) == 2 and None not in first

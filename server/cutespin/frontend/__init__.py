@@ -925,7 +925,7 @@ def _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, setti
         assumptions=list(registry.assumptions),
         unmodeled=sorted(registry.unmodeled.values(), key=lambda u: (u.line, u.construct)),
         bounds={"loop": bound, "stages": env.stages, "cluster": cluster}, static_findings=list(registry.statics),
-        strict=settings.strict, deps=_package_notes(info, registry))
+        strict=settings.strict, deps=_package_notes(info, registry), loop_chosen=env.loop_bound is not None)
 
 
 @dataclass
@@ -1161,6 +1161,11 @@ MAX_SPLIT_CONFIGS = 32  # configurations (trip counts x fixed uniform conditions
 MAX_SPLIT_ROUNDS = 3  # re-interpretations to find uniform conditions nested in fixed ones
 
 
+def _entry_decided(key, registry) -> bool:
+    key = I._truth(key)
+    return key in registry.entry_terms or I._negate(key) in registry.entry_terms
+
+
 def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_config):
     """CTA-uniform runtime conditions whose sides advance a pipeline state differently (`if
     has_x: state.advance()`, `if block_count > 0: <loop advancing the state>`): after such a
@@ -1175,7 +1180,8 @@ def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_c
     base = configs
     good = (configs, runs, dict(registry.unmodeled), [])  # the last complete set of runs
     for _ in range(MAX_SPLIT_ROUNDS):
-        new = [k for k in splits if k not in used]
+        # A loop's entry test found later in the same run is decided, not a configuration.
+        new = [k for k in splits if k not in used and not _entry_decided(k[1], registry)]
         take = []
         while new and len(base) * 2 ** (len(used) + len(take) + 1) <= MAX_SPLIT_CONFIGS:
             take.append(new.pop(0))
@@ -1308,7 +1314,16 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         registry.assume(f"the {len(discovered)} runtime loop bounds take the same trip count together "
                         f"(not every combination; raise max-configs to check more)")
     try:
-        runs = [first] if configs == [ir.TripConfig({})] else [run_all(c.trips, {}, ctas) for c in configs]
+        decided = [k for k in splits if _entry_decided(k[1], registry)]
+        if decided:
+            # The first run met a loop's entry test before the loop that decides it (P9): what it
+            # left unknown there is known in runs from here on.
+            registry.unmodeled.clear()
+            registry.unmodeled.update(unmodeled0)
+            for k in decided:
+                del splits[k]
+        runs = [first] if configs == [ir.TripConfig({})] and not decided else \
+            [run_all(c.trips, {}, ctas) for c in configs]
         configs, runs = _split_uniform_conditions(configs, runs, splits, registry, unmodeled0,
                                                   lambda c: run_all(c.trips, {}, ctas, c.conds))
     except I.Unsupported:

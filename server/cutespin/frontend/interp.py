@@ -850,6 +850,9 @@ class KernelInterp:
                 self.registry.bound_terms.setdefault(stop.key, (text, first, st))
             except TypeError:
                 pass
+        entry = _combine("cmp", _op_name(operator.lt), _term(start), _term(stop))
+        if entry is not None and (not _is_int(step) or step > 0):
+            self.registry.entry_terms.add(entry)
         if not _is_int(start):
             self.registry.assume(f"loop at line {self.span(node).line} starts at 0")
         return [first + i * st for i in range(trips)]
@@ -1074,6 +1077,11 @@ class KernelInterp:
         if isinstance(v, (Smem, Gmem, TmaAtom, NamedBarrierObj)):
             return True
         key = _truth(v.key) if isinstance(v, Unknown) else None
+        if key is not None and self.registry.entry_terms:
+            if key in self.registry.entry_terms:
+                return True
+            if _negate(key) in self.registry.entry_terms:
+                return False
         if key is not None and self.facts:
             if key in self.facts:
                 return self.facts[key]
@@ -1447,6 +1455,18 @@ class KernelInterp:
             bv = b.vals if isinstance(b, LaneVal) else (b,) * 32
             return LaneVal(tuple(self.binop(op, x, y) for x, y in zip(av, bv)))
         if isinstance(a, Unknown) or isinstance(b, Unknown):
+            # Identities on integers, so that `start + 0 * step` is `start` (the first trip of a
+            # prefetch loop names the same value as the main loop's start).
+            if op in (operator.add, operator.sub) and _is_int(b) and b == 0:
+                return a
+            if op is operator.add and _is_int(a) and a == 0:
+                return b
+            if op is operator.mul and (_is_int(a) and a == 0 or _is_int(b) and b == 0):
+                return 0
+            if op is operator.mul and _is_int(b) and b == 1:
+                return a
+            if op is operator.mul and _is_int(a) and a == 1:
+                return b
             first = a if isinstance(a, Unknown) else b
             return Unknown(first.why, key=_combine("op", _op_name(op), _term(a), _term(b)))
         if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and op is operator.add:
@@ -2396,6 +2416,11 @@ class Registry:
         # (bound text, first index, step). In a trip-count configuration the term *is* the
         # bound's value, also where it is used before or outside the loop (`if TOPK > 1:`).
         self.bound_terms: dict = {}
+        # Terms of `start < stop` for runtime loops `range(start, stop, step)` with a uniform
+        # stop: every configuration runs such a loop at least once (P9: zero-trip executions are
+        # not explored), so the comparison holds, also before the loop (a prefetch guarded by
+        # `if bidx_start < M_ceil:`, the loop's own entry test).
+        self.entry_terms: set = set()
 
     def shared_condition(self, cta: int, key, line: int) -> int:
         """The number of a CTA-uniform condition value, the same for every warp and site that
@@ -3553,6 +3578,11 @@ def _term(v):
         return _leaf("k", v)
     if isinstance(v, tuple) and len(v) <= 8:
         return _combine("tuple", "", *[_term(x) for x in v])
+    if isinstance(v, Gmem):
+        # A kernel argument (or a view of it at a known offset) is the same tensor in every
+        # thread: `mX = mX[None, bidz, None]` on one side of a uniform branch leaves `mX.shape`
+        # uniform after it.
+        return _leaf("gmem", f"{v.name}+{v.offset}{'*' if v.is_ptr else ''}")
     return None
 
 
