@@ -902,6 +902,41 @@ class Lowering:
             return any(self.has_effect(o) for alt in op.alternatives for o in alt)
         return True
 
+    def config_groups(self) -> list:
+        """The kernel's configurations grouped by the model they give: two configurations whose
+        every process lowers to the same text (trip counts that only change how often a warp
+        repeats an access it already made, or touches untracked buffers) are one configuration
+        of the model, checked once (the first of the group stands for it in traces). Without
+        this, each runtime loop that does not matter to synchronization multiplies the model
+        text, and `spin -a` time, by its trip counts."""
+        n = len(self.k.configs)
+        if n <= 1 or any(len(p.variants) != n for p in self.k.processes):
+            return [[i] for i in range(max(n, 1))]
+        groups: dict = {}
+        for ci in range(n):
+            key = tuple(self._effective_key(p.variants[ci]) for p in self.k.processes)
+            groups.setdefault(key, []).append(ci)
+        return list(groups.values())
+
+    def _effective_key(self, ops: list) -> tuple:
+        """What `lower_seq` makes of `ops`, as a comparable value: untracked accesses (`skip`)
+        and effect-free branches dropped, then an access identical to the one before it dropped
+        (the same bits again: see `_dedupe_accesses`)."""
+        out = []
+        flat = []
+        for o in ops:  # an access-only branch lowers to its sides' accesses (`lower_sides_together`)
+            flat += _side_accesses(o) if _accesses_only(o) else [o]
+        for op in _dedupe_accesses([o for o in flat if not (isinstance(o, ir.Access)
+                                                             and o.region.index not in self.tracked_ids)]):
+            if isinstance(op, ir.Choice):
+                if not self.has_effect(op):
+                    continue
+                out.append(("choice", op.span, op.shared, op.swapped,
+                            tuple(self._effective_key(alt) for alt in op.alternatives)))
+            else:
+                out.append(_op_key(op))
+        return tuple(out)
+
     def complete_named(self, i: int, total: str) -> str:
         moves = []
         for r in self.vis_keys:
@@ -957,6 +992,7 @@ class Lowering:
                     names += self.holders(self.part_key(r, j))
             L("; ".join(f"unsigned {n} : {self.width[r]}" for n in names) + ";", None)
         L("byte cfg;", None)
+        config_groups = self.config_groups()
         if self.k.shared_conditions:
             L(f"byte uc[{len(self.k.shared_conditions)}];", None)
         proc_names = {}
@@ -972,7 +1008,7 @@ class Lowering:
             # waits are right movers, arrives left movers, and races are found from
             # happens-before, not from timing). See docs/policies.md.
             # Runtime branches end and restart it (`lower_choice`).
-            variants = p.variants
+            variants = [p.variants[g[0]] for g in config_groups] if len(p.variants) == len(k.configs) else p.variants
             distinct = []
             for v in variants:
                 if not any(v is d or _same_ops(v, d) for d in distinct):
@@ -1008,11 +1044,11 @@ class Lowering:
             L("}", None)
         L("init {", None)
         L("  atomic {", None)
-        n = len(k.configs)
+        n = len(config_groups)
         if n > 1:
             L("    if", None)
             for ci in range(n):
-                c = k.configs[ci]
+                c = k.configs[config_groups[ci][0]]
                 # A configuration that fixes uniform conditions: the trail says which values.
                 L(f"    :: cfg = {ci}", LineInfo(k.def_span, "launch", f"takes the configuration {c.describe()}", "config")
                   if getattr(c, "cond_labels", ()) else None)
