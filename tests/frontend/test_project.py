@@ -244,3 +244,29 @@ class K:
     assert not m.unmodeled
     from cutespin import ir
     assert [o.barrier_id for o in m.processes[0].variants[0] if isinstance(o, ir.NamedBarrier)] == [3, 4]
+
+
+def test_a_recursive_register_helper_of_sibling_modules_is_skipped(require_spin):
+    # mypkg.regsort.sort recurses on a size the checker cannot fold and calls
+    # mypkg.swap.compare_and_swap through local function variables: plain register code, so
+    # the kernel is fully modeled instead of "helper calls nested too deeply".
+    kr = check("topk.py")["TopK.kernel"]
+    assert not kr.unmodeled, kr.unmodeled
+    assert kr.verdict == "verified"
+
+
+def test_plain_code_follows_package_imports_and_allows_recursion():
+    from cutespin.frontend import interp
+    proj = Project.for_file(str(PKG / "topk.py"))
+    mod = proj.load("mypkg.regsort")
+    assert interp._calls_only_plain_code(mod.functions["sort"], _fresh(mod), project=proj)
+    # Without the project the imported helper cannot be followed: not known to be plain.
+    assert not interp._calls_only_plain_code(mod.functions["sort"], _fresh(mod))
+
+
+def _fresh(mod):
+    """A copy of a parsed module without the plain-code cache (its answers depend on the project)."""
+    import copy
+    m = copy.copy(mod)
+    m.__dict__.pop("_plain_code", None)
+    return m

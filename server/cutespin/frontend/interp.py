@@ -29,6 +29,7 @@ from .values import (
 
 MBARRIER_MAX = (1 << 20) - 1
 MAX_UNROLL = 256
+MAX_HELPER_DEPTH = 16  # nested helper calls inlined (quack's top-k: 9 levels of sort helpers)
 MAX_OPS = 20000
 MAX_STEPS = 60000  # statements interpreted for one warp in one trip-count configuration
 MAX_KERNEL_STEPS = 400_000  # statements interpreted for a whole kernel: all warps, all trip counts
@@ -142,19 +143,27 @@ PLAIN_ROOTS = {"cute", "cutlass", "math", "operator", "Float32", "Float16", "BFl
                "T", "ir", "llvm", "vector", "arith", "nvvm"}
 
 
-def _only_unknowns(args, kwargs) -> bool:
-    """No argument that could fold into a known result (ints, tuples, layouts)."""
+def _only_unknowns(args, kwargs, tmem_registers=frozenset()) -> bool:
+    """No argument that could fold into a known result (ints, tuples, layouts). Register tensors
+    count as unknown too unless a tcgen05.ld fills them (reading those stands for its wait):
+    plain code can only compute on them (quack's recursive bitonic sort of a fragment)."""
     def unknownish(v):
         if v is None or isinstance(v, (Unknown, FuncRef, ModuleRef, LambdaRef, PartialRef, DType)):
             return True
+        if isinstance(v, Rmem):
+            return v.key not in tmem_registers
         return isinstance(v, LaneVal) and all(isinstance(x, Unknown) for x in v.vals)
     return all(unknownish(v) for v in list(args) + list(kwargs.values()))
 
 
-def _calls_only_plain_code(node, module, depth: int = 0) -> bool:
+def _calls_only_plain_code(node, module, depth: int = 0, _active: Optional[set] = None, project=None) -> bool:
     """The function's text names no synchronization or memory operation, and every function it
     calls is a library one (cute, cutlass, math, MLIR builders) or a function of the same module
-    that passes the same test (a few levels deep)."""
+    or, through its imports, of the package that passes the same test (a few levels deep). A
+    function calling itself (a recursive sort) is plain if the rest of it is."""
+    active = set() if _active is None else _active
+    if id(node) in active:
+        return True
     cache = getattr(module, "_plain_code", None) if module is not None else None
     if cache is None and module is not None:
         cache = {}
@@ -166,7 +175,9 @@ def _calls_only_plain_code(node, module, depth: int = 0) -> bool:
     if got is not None:
         return got
     ok = depth <= 4 and not _names_sync(node)
+    active.add(id(node))
     if ok:
+        params, assigned = _local_names(node)
         for call in _calls_in(node):
             func = call.func
             root = func
@@ -175,16 +186,74 @@ def _calls_only_plain_code(node, module, depth: int = 0) -> bool:
             if not isinstance(root, cst.Name):
                 ok = False
                 break
+            if isinstance(func, cst.Attribute) and root.value in params | assigned:
+                continue  # a method of a local value (`dst.store(x)`); the text names no sync
+            if isinstance(func, cst.Name) and func.value in assigned and func.value not in params:
+                continue  # `min_fn = min if ... else cute.arch.fmin`: assigned here, from plain names
             if isinstance(func, cst.Name) and module is not None and func.value in getattr(module, "functions", {}):
-                if not _calls_only_plain_code(module.functions[func.value], module, depth + 1):
+                if not _calls_only_plain_code(module.functions[func.value], module, depth + 1, active, project):
                     ok = False
                     break
             elif root.value not in PLAIN_ROOTS:
-                ok = False
-                break
-    if cache is not None:
+                ref = _package_function(module, func, project)
+                if ref is None or not _calls_only_plain_code(ref.node, ref.module, depth + 1, active, project):
+                    ok = False
+                    break
+    active.discard(id(node))
+    if cache is not None and (ok or _active is None):
+        # A False found under a caller still being checked may come from the depth limit
+        # reached through that caller: kept only for the outermost function.
         cache[id(node)] = ok
     return ok
+
+
+def _local_names(node) -> tuple:
+    """A function's parameter names and the names its body assigns."""
+    params = set()
+    if isinstance(node, cst.FunctionDef):
+        ps = node.params
+        for p in list(ps.params) + list(ps.kwonly_params) + list(ps.posonly_params):
+            params.add(p.name.value)
+        for p in (ps.star_arg, ps.star_kwarg):
+            if isinstance(p, cst.Param):
+                params.add(p.name.value)
+    assigned = set()
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n):
+            for name in _target_names(n.target):
+                assigned.add(name)
+
+        def visit_For(self, n):
+            for name in _target_names(n.target):
+                assigned.add(name)
+
+    node.visit(V())
+    return params, assigned
+
+
+def _target_names(t) -> list:
+    if isinstance(t, cst.Name):
+        return [t.value]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        return [n for e in t.elements for n in _target_names(e.value)]
+    return []
+
+
+def _package_function(module, func, project) -> Optional["FuncRef"]:
+    """The package function a called name refers to through the module's imports, or None
+    (`project` resolves the analyzed file's package; sibling modules do not carry it)."""
+    project = project or getattr(module, "project", None)
+    if project is None or not isinstance(func, cst.Name):
+        return None
+    dotted = getattr(module, "aliases", {}).get(func.value)
+    if not dotted:
+        return None
+    try:
+        ref = project.resolve(dotted)
+    except Exception:  # noqa: BLE001 - an unreadable sibling module is simply not plain
+        return None
+    return ref if isinstance(ref, FuncRef) and ref.module is not None else None
 
 
 def _calls_in(node) -> list:
@@ -404,6 +473,7 @@ class KernelInterp:
         self.bulk_groups: list = []  # committed groups of TmaStore ops, oldest first
         self.bulk_open: list = []
         self.depth = 0
+        self.active_helpers: list = []  # function nodes being inlined, outermost first
         self.call_sites: list = []  # lines of the helper calls being interpreted (innermost last)
         self.const_stack: set = set()  # sibling-module constants being evaluated
         self.work_calls: dict = {}  # tile-scheduler call site -> calls so far (WORK_TILE_METHODS)
@@ -1865,18 +1935,25 @@ class KernelInterp:
         if fn.node in self.no_inline:
             return Unknown("kernel launch")
         plain = _plain_helper(fn, args, kwargs)
-        if plain and _only_unknowns(args, kwargs) and _calls_only_plain_code(fn.node, fn.module or self.root_info):
+        if plain and _only_unknowns(args, kwargs, self.tmem_ld_dests) and \
+                _calls_only_plain_code(fn.node, fn.module or self.root_info, project=self.root_info.project):
             # Register math on values the interpreter does not know (a Philox round, a rounding
             # routine): it cannot emit anything and its result stays unknown; skip it.
             return Unknown(f"result of {fn.qualname}")
+        if plain and fn.node in self.active_helpers and \
+                not any(isinstance(v, Rmem) and v.key in self.tmem_ld_dests for v in list(args) + list(kwargs.values())) \
+                and _calls_only_plain_code(fn.node, fn.module or self.root_info, project=self.root_info.project):
+            # A sync-free helper calling itself (quack's bitonic sort halving a size the
+            # interpreter does not know): the inner calls cannot change the model.
+            return Unknown(f"result of {fn.qualname}")
         key = _memo_key(fn, args, kwargs) if plain else None
         if key is None:
-            if self.depth > 8:
+            if self.depth > MAX_HELPER_DEPTH:
                 raise Unsupported("helper calls nested too deeply")
             return self.inline_body(fn, args, kwargs, node)
         if key in self.helper_memo:
             return self.helper_memo[key]
-        if key in self.helper_active or self.depth > 8:
+        if key in self.helper_active or self.depth > MAX_HELPER_DEPTH:
             self.helper_cuts += 1
             return Unknown(f"result of {fn.qualname}")
         out0, n0, cuts0 = self.out, len(self.out), self.helper_cuts
@@ -1927,6 +2004,7 @@ class KernelInterp:
             env[params.star_kwarg.name.value] = {k: v for k, v in kwargs.items() if k not in named}
         self.env = env
         self.depth += 1
+        self.active_helpers.append(fn.node)
         self.call_sites.append(self.span(node).line)
         saved_owner, saved_outer = self.owner, self.outer_name
         self.owner = fn.owner  # the class a `super()` inside this function starts after
@@ -1941,6 +2019,7 @@ class KernelInterp:
             raise Unsupported("break/continue outside a loop")
         finally:
             self.depth -= 1
+            self.active_helpers.pop()
             self.call_sites.pop()
             site = self.site_key(node)
             self.env = saved_env
