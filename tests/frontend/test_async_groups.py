@@ -194,3 +194,22 @@ for i in cutlass.range_constexpr(self.n):
         ops = list(ir.walk(v))
         assert not any(isinstance(op, ir.Choice) for op in ops)
         assert sum(isinstance(op, ir.CpAsyncCopy) for op in ops) == (1 if trips > 1 else 0)
+
+
+def test_a_group_count_from_a_loop_bound_is_the_immediate_of_each_trip():
+    # quack's rotary kernel: `cp_async_wait_group(self.tile_h - h - 1)` inside
+    # `range_constexpr(self.tile_h)`. The count is a PTX immediate, so `self.tile_h` has the trip
+    # count of the configuration: the first trip waits for all but the newest groups, the last
+    # for all of them.
+    k, _ = _ops("""
+for h in cutlass.range_constexpr(self.n):
+    cute.copy(thr, tAgA, tAsA[None, None, 0])
+    cute.arch.cp_async_commit_group()
+for h in cutlass.range_constexpr(self.n):
+    cute.arch.cp_async_wait_group(self.n - h - 1)
+    cute.arch.sync_threads()
+""")
+    assert not k.unmodeled, k.unmodeled
+    for trips, v in enumerate(k.processes[0].variants, start=1):
+        counts = [op.pending for op in ir.walk(v) if isinstance(op, ir.CpAsyncWait)]
+        assert counts == list(range(trips - 1, -1, -1))

@@ -1204,9 +1204,8 @@ class KernelInterp:
         if found is None:
             return v
         text, first, st = found
-        if text not in self.ctx.trips:
-            return v
-        return first + self.ctx.trips[text] * st
+        # The first (discovery) run takes every loop at the bound, as `trip` does.
+        return first + self.ctx.trips.get(text, self.ctx.trip_bound) * st
 
     def eval_Integer(self, node):
         try:
@@ -2898,8 +2897,43 @@ def h_bulk_commit(it, args, kwargs, node):
     it.emit(ir.BulkCommit(it.span(node)))
 
 
+def _immediate(it, node, n, index: int, name: str):
+    """A wait-group count is a PTX immediate, fixed when the kernel is compiled: an operand that
+    did not fold is evaluated again the way `const_expr` conditions are, where a loop bound
+    takes its value in this configuration (P9: `cp_async_wait_group(self.tile_h - h - 1)` inside
+    `range_constexpr(self.tile_h)`)."""
+    if isinstance(n, LaneVal):
+        n = n.uniform()
+    if _is_int(n) or not isinstance(node, cst.Call) or not it.registry.bound_terms:
+        return n
+    expr = None
+    for i, a in enumerate(node.args):
+        if a.keyword is not None and a.keyword.value == name or a.keyword is None and i == index:
+            expr = a.value
+    if expr is None or _has_call(expr):
+        return n
+    it.in_const_expr += 1
+    try:
+        v = it.eval(expr)
+    finally:
+        it.in_const_expr -= 1
+    return v if _is_int(v) else n
+
+
+def _has_call(expr) -> bool:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n):
+            found.append(n)
+            return False
+
+    expr.visit(V())
+    return bool(found)
+
+
 def h_bulk_wait(it, args, kwargs, node):
-    n = _kw(args, kwargs, 0, "group", 0)
+    n = _immediate(it, node, _kw(args, kwargs, 0, "group", 0), 0, "group")
     read = kwargs.get("read") is True
     if not _is_int(n) or n < 0:
         it.unmodeled(node, "cp_async_bulk_wait_group", "the group count is not known" if not _is_int(n)
@@ -2968,9 +3002,7 @@ def h_cp_async_commit(it, args, kwargs, node):
 
 
 def h_cp_async_wait(it, args, kwargs, node):
-    n = _kw(args, kwargs, 0, "n", 0)
-    if isinstance(n, LaneVal):
-        n = n.uniform()
+    n = _immediate(it, node, _kw(args, kwargs, 0, "n", 0), 0, "n")
     if not _is_int(n) or n < 0:
         it.unmodeled(node, "cp_async_wait_group", "the group count is not known" if not _is_int(n)
                      else f"group count {n} is negative")
@@ -3275,9 +3307,7 @@ def h_wgmma_commit(it, args, kwargs, node):
 
 
 def h_wgmma_wait(it, args, kwargs, node):
-    n = _kw(args, kwargs, 0, "group", 0)
-    if isinstance(n, LaneVal):
-        n = n.uniform()
+    n = _immediate(it, node, _kw(args, kwargs, 0, "group", 0), 0, "group")
     if not _is_int(n) or n < 0:
         it.unmodeled(node, "warpgroup.wait_group", "the group count is not known" if not _is_int(n)
                      else f"group count {n} is negative")
