@@ -245,7 +245,7 @@ def _at_smaller_bounds(kr: KernelResult, text: str, path: str, settings: Setting
         if token is not None and token.cancelled:
             raise Cancelled()
         smaller = settings.with_overrides(loop_bound=b)
-        k = next((m for m in build_models(text, path, smaller) if m.qualname == kr.qualname), None)
+        k = next(iter(build_models(text, path, smaller, only=kr.qualname)), None)
         if k is None:
             return kr
         got = run_kernel(k, smaller.with_overrides(timeout=settings.timeout * RETRY_SEARCH_SHARE), tools, token,
@@ -268,9 +268,18 @@ def _at_smaller_bounds(kr: KernelResult, text: str, path: str, settings: Setting
 _BUDGET_REASONS = ("interpretation steps", "advanced differently on the sides of the runtime condition")
 
 
+# What an unknown pipeline state leads to further on (its barrier, the TMA copies onto it).
+_BUDGET_CONSEQUENCES = ("the pipeline state is not known", "the transaction barrier could not be resolved")
+
+
 def _over_budget(k) -> bool:
-    return any(any(r in u.why for r in _BUDGET_REASONS) and "may differ between warps" not in u.why
-               for u in k.unmodeled)
+    """Some unmodeled item comes from a budget, and every other one from what it left unknown
+    (anything else stays unmodeled at any bound: not worth building the kernel again)."""
+    def primary(u):
+        return any(r in u.why for r in _BUDGET_REASONS) and "may differ between warps" not in u.why
+    return any(primary(u) for u in k.unmodeled) and all(
+        primary(u) or (any(r in u.why for r in _BUDGET_CONSEQUENCES) and "may differ between warps" not in u.why)
+        for u in k.unmodeled)
 
 
 def _model_too_large(k) -> bool:
@@ -301,11 +310,14 @@ def _within_budget_at_smaller_bounds(k, text: str, path: str, settings: Settings
         why = "the model is over the size limit"
     else:
         return None
+    start = time.monotonic()
     for b in sorted({max(1, bound // 2), 1}, reverse=True):
         if token is not None and token.cancelled:
             raise Cancelled()
+        if time.monotonic() - start > settings.timeout * (1 - RETRY_SEARCH_SHARE * 2):
+            break  # no time left for another front end and search within the time bound
         smaller = settings.with_overrides(loop_bound=b)
-        m = next((m for m in build_models(text, path, smaller) if m.qualname == k.qualname), None)
+        m = next(iter(build_models(text, path, smaller, only=k.qualname)), None)
         if m is None or m.unmodeled or _model_too_large(m):
             continue
         got = run_kernel(m, smaller.with_overrides(timeout=settings.timeout * RETRY_SEARCH_SHARE * 2), tools,

@@ -48,7 +48,8 @@ class KernelEnv:
 MAX_SOURCE_CHARS = 512 * 1024
 
 
-def build_models(text: str, path: str, settings: Settings) -> list:
+def build_models(text: str, path: str, settings: Settings, only: Optional[str] = None) -> list:
+    """One model per `@cute.kernel` of the file (or only the kernel named `only`)."""
     python_error = check_shape(text)
     project = Project.for_file(path)
     try:
@@ -65,7 +66,7 @@ def build_models(text: str, path: str, settings: Settings) -> list:
     if project is not None:
         info.project = project
         info.name = project.module_name
-    return [build_kernel(info, site, path, settings) for site in info.kernels]
+    return [build_kernel(info, site, path, settings) for site in info.kernels if only is None or site.qualname == only]
 
 
 def _from_recursion(e: BaseException) -> bool:
