@@ -166,3 +166,50 @@ def test_a_runtime_loop_runs_so_its_start_is_below_its_stop_also_before_it():
     assert all(not c.conds for c in m.configs), [c.conds for c in m.configs]
     p0 = next(p for p in m.processes if p.warp == 0)
     assert not any(isinstance(o, ir.Choice) for v in p0.variants for o in ir.walk(v))
+
+
+LOOKAHEAD = """\
+start, _, _ = cute.arch.block_idx()
+gdim, _, _ = cute.arch.grid_dim()
+n_blocks = cute.ceil_div(mA.shape[0], 128)
+prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+cons = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+if warp_idx == 0:
+    if start < n_blocks:
+        pipe.producer_acquire(prod)
+        pipe.producer_commit(prod)
+        prod.advance()
+for b in cutlass.range(start, n_blocks, gdim):
+    if warp_idx == 0:
+        if b + gdim < n_blocks:
+            pipe.producer_acquire(prod)
+            pipe.producer_commit(prod)
+            prod.advance()
+    if warp_idx == 1:
+        pipe.consumer_wait(cons)
+        pipe.consumer_release(cons)
+        cons.advance()
+"""
+
+
+def test_a_grid_stride_lookahead_is_decided_by_the_trip_count():
+    # quack's RMSNorm backward loads block `bidx + gdim` while working on `bidx`, under
+    # `if ahead_bidx < M_ceil:`. In a configuration of T trips that holds on every trip but the
+    # last: not a configuration of its own whose `False` on an early trip would starve the
+    # consumer, and not an unknown state after the branch.
+    m = build(LOOKAHEAD)
+    assert not state_unmodeled(m), m.unmodeled
+    assert all(not c.conds for c in m.configs), [c.conds for c in m.configs]
+    p0 = next(p for p in m.processes if p.warp == 0)
+    for trips, v in zip((c.trips for c in m.configs), p0.variants):
+        t = next(iter(trips.values()))
+        commits = [o for o in ir.walk(v) if isinstance(o, ir.MbArrive)]
+        # The prefetch, then one load ahead on each trip but the last.
+        assert len(commits) == 1 + (t - 1), (t, len(commits))
+
+
+def test_a_grid_stride_lookahead_kernel_is_verified(require_spin):
+    from cutespin import api
+    src = kernel_source(PIPE + textwrap.dedent(LOOKAHEAD))
+    kr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    assert kr.verdict == "verified", (kr.verdict, kr.reason, [f.message for f in kr.findings])

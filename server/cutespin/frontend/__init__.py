@@ -1217,8 +1217,8 @@ def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_c
     for k in used:
         line, text = splits[k]
         registry.assume(f"the runtime condition `{text}` (line {line}) is the same for every thread of the CTA "
-                        f"(P14): its sides advance a pipeline state differently, so each value is checked "
-                        f"as a configuration of its own")
+                        f"(P14): its sides advance a pipeline state differently or it selects a buffer index, "
+                        f"so each value is checked as a configuration of its own")
     return configs, runs
 
 

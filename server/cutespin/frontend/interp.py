@@ -912,8 +912,12 @@ class KernelInterp:
         trips = self.trip(text, node)
         first = start if _is_int(start) else 0
         st = step if _is_int(step) and step else 1
-        if isinstance(bound_node, cst.Name):
-            # Later comparisons against the bound see its value in this configuration.
+        if _positive_stride(step) is not None:
+            self.registry.strided_bounds.add(text)
+        if isinstance(bound_node, cst.Name) and _positive_stride(step) is None:
+            # Later comparisons against the bound see its value in this configuration. (With a
+            # runtime step the bound is not `start + trips * step`: `loop_decided` compares
+            # against it instead.)
             self.env[bound_node.value] = first + trips * st
         if isinstance(stop, Unknown) and stop.key is not None and _is_int(start):
             try:
@@ -923,9 +927,50 @@ class KernelInterp:
         entry = _combine("cmp", _op_name(operator.lt), _term(start), _term(stop))
         if entry is not None and (not _is_int(step) or step > 0):
             self.registry.entry_terms.add(entry)
+        stride = _positive_stride(step)
+        if stride is None and _is_int(step) and step > 0 and _is_int(start):
+            stride = {None: step}
+        start_lin = _linear(_term(start))
+        if stride is not None and start_lin is not None and isinstance(stop, Unknown) and stop.key is not None:
+            # The index of trip i is `start + i * step` (a grid-stride loop `range(bidx_start,
+            # M_ceil, grid_dim)`, or integer bounds), and a comparison of such a value with the
+            # stop is decided by the trip count (`loop_decided`), also before and inside the loop.
+            fact = (tuple(sorted(start_lin.items(), key=repr)), tuple(sorted(stride.items(), key=repr)), stop.key, text)
+            if fact not in self.registry.loop_facts:
+                self.registry.loop_facts.append(fact)
+            if not _is_int(step):
+                return [self.binop(operator.add, start, self.binop(operator.mul, i, step)) for i in range(trips)]
         if not _is_int(start):
             self.registry.assume(f"loop at line {self.span(node).line} starts at 0")
         return [first + i * st for i in range(trips)]
+
+    def loop_decided(self, key) -> Optional[bool]:
+        """`start + n * step < stop` for a grid-stride loop `range(start, stop, step)` of T trips in
+        this configuration: true exactly when n < T (the step is positive; P9)."""
+        if not isinstance(key, tuple) or len(key) < 4:
+            return None
+        if key[0] == "not":
+            r = self.loop_decided(key[3])
+            return None if r is None else not r
+        if key[0] != "cmp" or len(key) != 5:
+            return None
+        a, b = key[3], key[4]
+        forms = {"lt": (a, b, False), "gt": (b, a, False), "ge": (a, b, True), "le": (b, a, True)}
+        if key[2] not in forms:
+            return None
+        lhs, rhs, negated = forms[key[2]]
+        lin = _linear(lhs)
+        if lin is None:
+            return None
+        for start, stride, stop, text in self.registry.loop_facts:
+            if rhs != stop:
+                continue
+            n = _multiple(_lin_sub(lin, dict(start)), dict(stride))
+            if n is None or n < 0:
+                continue
+            result = n < self.ctx.trips.get(text, self.ctx.trip_bound)
+            return result != negated
+        return None
 
     def trip(self, text: str, node) -> int:
         if text not in self.ctx.discovered:
@@ -1147,6 +1192,10 @@ class KernelInterp:
         if isinstance(v, (Smem, Gmem, TmaAtom, NamedBarrierObj)):
             return True
         key = _truth(v.key) if isinstance(v, Unknown) else None
+        if key is not None and self.registry.loop_facts:
+            decided = self.loop_decided(key)
+            if decided is not None:
+                return decided
         if key is not None and self.registry.entry_terms:
             if key in self.registry.entry_terms:
                 return True
@@ -1232,10 +1281,11 @@ class KernelInterp:
         name = node.value
         if name in self.env:
             value = self.env[name]
-            if isinstance(value, Unknown) and name in self.ctx.trips:
+            if isinstance(value, Unknown) and name in self.ctx.trips and name not in self.registry.strided_bounds:
                 # A runtime value that bounds a loop somewhere (`for k in range(k_tile_cnt)`) has
                 # that loop's trip count in this configuration everywhere it is read, so
-                # `min(1, k_tile_cnt)` and `range(prologue, k_tile_cnt)` agree with the loop.
+                # `min(1, k_tile_cnt)` and `range(prologue, k_tile_cnt)` agree with the loop. Not
+                # the bound of a grid-stride loop: its trips are not its value.
                 return self.ctx.trips[name]
             return value
         if name == "self" and self.self_obj is not None:
@@ -1578,6 +1628,9 @@ class KernelInterp:
         if isinstance(op_node, (cst.Is, cst.IsNot)):
             if isinstance(a, Unknown) or isinstance(b, Unknown):
                 return Unknown("identity")
+            if isinstance(a, ModuleRef) and isinstance(b, ModuleRef):
+                # `type is PipelineUserType.Producer`: one library object, named twice.
+                return (canonical(a.qualname) == canonical(b.qualname)) != isinstance(op_node, cst.IsNot)
             return (a is b) != isinstance(op_node, cst.IsNot)
         op = CMPOPS.get(type(op_node))
         if op is None:
@@ -1716,6 +1769,12 @@ class KernelInterp:
         with an `__init__` runs it on a fresh record; anything else is an unknown call."""
         init = self.project.find_method(cref, "__init__") if self.project is not None else \
             _own_method(cref, "__init__")
+        if cref.library_base == "PipelineState" and init is None and self.project is not None and not any(
+                self.project.find_method(cref, m) for m in ("advance", "clone", "reset_count", "index", "phase",
+                                                            "count")):
+            # quack's `PipelineStateWAdvance(stages, count, index, phase)`: the library state with
+            # extra methods only (an extra method called on it stays unmodeled).
+            return P.h_pipeline_state(self, args, kwargs, node)
         if init is not None:
             rec = Record(cref, {})
             owner, fn = init
@@ -2107,6 +2166,24 @@ class KernelInterp:
             return v.at(part=f"{sp.line}:{sp.column}")
         return v
 
+    def select_index(self, v: Unknown, node):
+        """A buffer index chosen on a uniform condition (`red_slot = state.index *
+        self.bufs_per_stage` with `bufs_per_stage = 2 if is_layernorm else 1` set by the host):
+        the condition is a configuration of its own (P14), and in each configuration the index is
+        the number it selects. Any other unknown index is left as it is."""
+        conds = _select_conditions(v.key)
+        if not conds:
+            return v
+        cta = self.ctx.cta
+        value = _eval_term(v.key, lambda c: self.ctx.conds.get((cta, c), self.facts.get(c)))
+        if value is not None:
+            return value
+        if self.ctx.splits is not None:
+            for c in conds:
+                if (cta, c) not in self.ctx.conds:
+                    self.ctx.splits.setdefault((cta, c), (self.span(node).line, self.code(node)))
+        return v
+
     def kernel_stages(self):
         return self.registry.stages
 
@@ -2121,6 +2198,8 @@ class KernelInterp:
                 if not write:
                     # Each index of the last mode is its own slice (frontend.split_blocks).
                     return base.at(stages=base.inner_stages, inner_stages=None, block=int(idx[-1]))
+            if isinstance(base, Smem) and isinstance(idx, tuple) and idx and isinstance(idx[-1], Unknown):
+                idx = idx[:-1] + (self.select_index(idx[-1], node),)
             stage = _stage_index(idx, base)
             if stage is not None and not write and isinstance(base, Smem):
                 return base.at(stage=stage)
@@ -2499,6 +2578,10 @@ class Registry:
         # not explored), so the comparison holds, also before the loop (a prefetch guarded by
         # `if bidx_start < M_ceil:`, the loop's own entry test).
         self.entry_terms: set = set()
+        # Grid-stride loops: (start, step, stop term, bound text), start and step as linear forms.
+        self.loop_facts: list = []
+        # Bounds of loops with a runtime step: their names keep their value (see eval_Name).
+        self.strided_bounds: set = set()
 
     def shared_condition(self, cta: int, key, line: int) -> int:
         """The number of a CTA-uniform condition value, the same for every warp and site that
@@ -3673,6 +3756,106 @@ UNIFORM_PURE = {"min", "max", "abs", "int", "bool", "float", "round", "cute.ceil
 # size bounds how large a key may grow (a loop that keeps updating a value), past which the value
 # is simply not uniform (None), which is the safe side.
 MAX_TERM_SIZE = 200
+
+
+def _linear(key) -> Optional[dict]:
+    """An integer term as a linear form {atom: coefficient} (the constant under None): sums,
+    differences and products with a constant of uniform terms. None when it is not one."""
+    if key is None:
+        return None
+    if isinstance(key, tuple) and key[0] == "k":
+        return {None: key[2]} if _is_int(key[2]) and not isinstance(key[2], bool) else None
+    if isinstance(key, tuple) and key[0] == "op" and len(key) == 5 and key[2] in ("add", "sub", "mul"):
+        a, b = _linear(key[3]), _linear(key[4])
+        if a is None or b is None:
+            return {key: 1}
+        if key[2] == "add":
+            return _lin_add(a, b, 1)
+        if key[2] == "sub":
+            return _lin_add(a, b, -1)
+        for c, other in ((a, b), (b, a)):
+            if set(c) <= {None}:
+                k = c.get(None, 0)
+                return {t: k * v for t, v in other.items() if k * v}
+        return {key: 1}
+    return {key: 1}
+
+
+def _lin_add(a: dict, b: dict, sign: int) -> dict:
+    out = dict(a)
+    for t, v in b.items():
+        out[t] = out.get(t, 0) + sign * v
+    return {t: v for t, v in out.items() if v}
+
+
+def _lin_sub(a: dict, b: dict) -> dict:
+    return _lin_add(a, b, -1)
+
+
+def _multiple(d: dict, unit: dict) -> Optional[int]:
+    """n with d == n * unit, or None."""
+    d = {t: v for t, v in d.items() if v}
+    if not d:
+        return 0
+    if set(d) != set(unit):
+        return None
+    t0 = next(iter(unit))
+    if d[t0] % unit[t0]:
+        return None
+    n = d[t0] // unit[t0]
+    return n if all(d[t] == n * unit[t] for t in unit) else None
+
+
+def _positive_stride(step) -> Optional[dict]:
+    """The linear form of a loop step known to be positive: a runtime launch dimension
+    (`grid_dim()`, `cluster_dim()`) times a positive constant. An integer step keeps the
+    loop's integer indices; any other runtime step is not known to be positive."""
+    if not isinstance(step, Unknown):
+        return None
+    lin = _linear(step.key)
+    if not lin or None in lin:
+        return None
+    if all(isinstance(t, tuple) and t[0] == "launch" and str(t[2]).split(".")[0] in ("grid_dim", "cluster_dim")
+           and v > 0 for t, v in lin.items()):
+        return lin
+    return None
+
+
+def _select_conditions(key) -> list:
+    """The conditions (as branch keys) of the selects inside an arithmetic term of constants."""
+    if not isinstance(key, tuple) or len(key) < 3:
+        return []
+    if key[0] == "select" and len(key) == 6:
+        c = _truth(key[3])
+        return ([c] if c is not None else []) + _select_conditions(key[4]) + _select_conditions(key[5])
+    if key[0] == "op" and len(key) == 5:
+        return _select_conditions(key[3]) + _select_conditions(key[4])
+    return []
+
+
+_TERM_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "floordiv": operator.floordiv,
+             "mod": operator.mod}
+
+
+def _eval_term(key, cond_value):
+    """The integer an arithmetic term of constants and selects denotes once `cond_value` gives
+    each select's condition (True / False, None when not known); None otherwise."""
+    if not isinstance(key, tuple) or len(key) < 3:
+        return None
+    if key[0] == "k":
+        return key[2] if _is_int(key[2]) and not isinstance(key[2], bool) else None
+    if key[0] == "select" and len(key) == 6:
+        c = _truth(key[3])
+        taken = cond_value(c) if c is not None else None
+        if taken is None:
+            return None
+        return _eval_term(key[4] if taken else key[5], cond_value)
+    if key[0] == "op" and len(key) == 5 and key[2] in _TERM_OPS:
+        a, b = _eval_term(key[3], cond_value), _eval_term(key[4], cond_value)
+        if a is None or b is None or key[2] in ("floordiv", "mod") and b == 0:
+            return None
+        return _TERM_OPS[key[2]](a, b)
+    return None
 
 
 def _leaf(tag: str, name) -> tuple:
