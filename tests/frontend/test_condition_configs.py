@@ -213,3 +213,42 @@ def test_a_grid_stride_lookahead_kernel_is_verified(require_spin):
     src = kernel_source(PIPE + textwrap.dedent(LOOKAHEAD))
     kr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
     assert kr.verdict == "verified", (kr.verdict, kr.reason, [f.message for f in kr.findings])
+
+
+SELECTED_SLOT = '''
+import cutlass
+import cutlass.cute as cute
+
+
+class K:
+    def __init__(self, layernorm):
+        self.slots = 2 if layernorm else 1
+
+    @cute.jit
+    def __call__(self, mA: cute.Tensor):
+        self.kernel(mA).launch(grid=(1, 1, 1), block=(64, 1, 1))
+
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor):
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        lane = cute.arch.lane_idx()
+        smem = cutlass.utils.SmemAllocator()
+        sRed = smem.allocate_tensor(cutlass.Float32, cute.make_layout((32, 3)))
+        slot = 1 * self.slots
+        if warp_idx == 0:
+            sRed[None, 0][lane] = 1.0
+        if warp_idx == 1:
+            sRed[None, slot][lane] = 2.0
+'''
+
+
+def test_a_buffer_index_chosen_by_a_host_select_is_a_configuration():
+    # quack's RMSNorm backward: `red_slot = state.index * self.bufs_per_stage` with
+    # `bufs_per_stage = 2 if is_layernorm else 1`. Each value of the host condition is a
+    # configuration, in which the slot is a number: warp 1's slot is never warp 0's slot 0.
+    m = build_models(SELECTED_SLOT, "k.py", Settings())[0]
+    assert sorted(v for c in m.configs for v in c.conds.values()) == [False, True]
+    p1 = next(p for p in m.processes if p.warp == 1)
+    names = {tuple(o.region.name for o in ir.walk(v) if isinstance(o, ir.Access)) for v in p1.variants}
+    assert len(names) == 2 and all("stage" in n[0] for n in names), names
+    assert any("sRed[None, slot]" in a and "selects a buffer index" in a for a in m.assumptions)

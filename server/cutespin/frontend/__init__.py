@@ -148,7 +148,10 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
             n = p.name.value
             if n != "self":
                 hit, pv = _pin_matches(n, pins, defaulted)
-                it.env[n] = pv if hit else Unknown(f"host argument {n}")
+                # A constructor argument is one value for the whole launch (P14): a uniform term, so
+                # that `self.slots = 2 if layernorm else 1` stays a select on it.
+                it.env[n] = pv if hit else Unknown(f"host argument {n}", key=I._leaf("host", n) if name == "__init__"
+                                                   else None)
         try:
             it.in_module(module, lambda f=fn: it.exec_block(f.body))
         except (I.Unsupported, I._Return, RecursionError):
