@@ -173,3 +173,24 @@ def test_a_cta_uniform_branch_is_not_run_both_ways(require_spin):
         """)
     assert "uc[0]" in pml(src)
     assert check(src).verdict == "verified"
+
+
+# ---------------------------------------------------------------- shared-memory atomics
+SMEM_ATOMIC = """\
+if lane == 0:
+    cute.arch.atomic_add(sBuf.iterator, 1)
+cute.arch.sync_threads()
+mA[lane] = sBuf[0]
+"""
+
+
+def test_shared_memory_atomics_of_different_warps_do_not_race(require_spin):
+    # Lane 0 of every warp adds into one counter: atomics never conflict with each other, and
+    # the barrier orders them before every warp's read.
+    k = check(source(SMEM_ATOMIC))
+    assert k.verdict == "verified" and not k.unmodeled, (k.verdict, k.reason)
+
+
+def test_a_read_of_an_atomic_counter_without_the_barrier_races(require_spin):
+    k = check(source(SMEM_ATOMIC.replace("cute.arch.sync_threads()\n", "")))
+    assert k.verdict == "counterexample" and {f.code for f in k.findings} == {"CS201"}

@@ -2907,9 +2907,31 @@ def _data_atomic(it, ptr, val, sem, modeled: bool, node, construct: str) -> bool
     return True
 
 
+def _smem_atomic(it, ptr, node) -> bool:
+    """An atomic on shared memory (`atomic_add(x, sCount.iterator)` by lane 0 of every warp, then
+    a barrier, then a read): a write of the buffer. Atomics of different warps do not race with
+    each other, and the model checks writes only against unordered reads, so two atomics never
+    conflict while a read after them still needs the barrier. True when `ptr` is shared memory."""
+    if not isinstance(ptr, Smem) or ptr.tmem:
+        return False
+    it.emit(RawAccess(it.span(node), ptr, True, it.mask, False))
+    return True
+
+
+def h_nvvm_atomicrmw(it, args, kwargs, node):
+    """`nvvm.atomicrmw(op=..., ptr=p.llvm_ptr, a=...)` (flash-attn's `atomic_add_i32`)."""
+    ptr = _kw(args, kwargs, 1, "ptr")
+    if _smem_atomic(it, ptr, node):
+        return Unknown("atomic result")
+    _data_atomic(it, ptr, _kw(args, kwargs, 2, "a"), None, False, node, "nvvm.atomicrmw")
+    return Unknown("atomic result")
+
+
 def _h_atomic(op_name):
     def h(it, args, kwargs, node):
         ptr, val = _kw(args, kwargs, 0, "ptr"), _kw(args, kwargs, 1, "val")
+        if _smem_atomic(it, ptr, node):
+            return Unknown("atomic result")
         if _data_atomic(it, ptr, val, kwargs.get("sem"), op_name in ("add", "exch"), node, f"atomic_{op_name}"):
             return Unknown("atomic result")
         flag = _flag_of(it, ptr, node)
@@ -2933,6 +2955,8 @@ def _h_atomic(op_name):
 
 def h_red(it, args, kwargs, node):
     ptr, val = _kw(args, kwargs, 0, "ptr"), _kw(args, kwargs, 1, "val")
+    if _smem_atomic(it, ptr, node):
+        return None
     op = kwargs.get("op", "add")
     if _data_atomic(it, ptr, val, kwargs.get("sem"), op == "add", node, "cute.arch.red"):
         return None
@@ -3696,7 +3720,8 @@ CALLS: dict = {
     "arch.map_dsmem_ptr": h_map_dsmem, "arch.fence_view_async_shared": h_fence_view_async_shared,
     "arch.fence_proxy": h_fence_proxy, "arch.fence_acq_rel_cta": _h_fence_acq_rel("cta"),
     "arch.fence_acq_rel_cluster": _h_fence_acq_rel("cluster"), "arch.fence_acq_rel_gpu": _h_fence_acq_rel("gpu"),
-    "arch.fence_acq_rel_sys": _h_fence_acq_rel("sys"), "arch.atomic_add": _h_atomic("add"),
+    "arch.fence_acq_rel_sys": _h_fence_acq_rel("sys"), "arch.atomic_add": _h_atomic("add"), "_mlir.dialects.nvvm.atomicrmw": h_nvvm_atomicrmw,
+    "nvvm.atomicrmw": h_nvvm_atomicrmw,
     "arch.atomic_exch": _h_atomic("exch"), "arch.atomic_and": _h_atomic("and"), "arch.atomic_or": _h_atomic("or"),
     "arch.atomic_xor": _h_atomic("xor"), "arch.atomic_max": _h_atomic("max"), "arch.atomic_min": _h_atomic("min"),
     "arch.atomic_cas": _h_atomic("cas"), "arch.atomic_fmax": _h_atomic("fmax"),
