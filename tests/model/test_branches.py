@@ -194,3 +194,34 @@ def test_shared_memory_atomics_of_different_warps_do_not_race(require_spin):
 def test_a_read_of_an_atomic_counter_without_the_barrier_races(require_spin):
     k = check(source(SMEM_ATOMIC.replace("cute.arch.sync_threads()\n", "")))
     assert k.verdict == "counterexample" and {f.code for f in k.findings} == {"CS201"}
+
+
+# ---------------------------------------------------------------- long loops that only access memory
+LONG_SCAN = """\
+if warp_idx == 0:
+    sBuf[lane] = 1.0
+cute.arch.sync_threads()
+if warp_idx == 1:
+    acc = 0.0
+    for j in cutlass.range(1024):
+        acc += sBuf[j % 32]
+    mA[lane] = acc
+"""
+
+
+def test_a_long_loop_that_only_reads_is_one_trip_at_an_unknown_index(require_spin):
+    # lightmoe's histogram scans a 1024-entry chunk: past the unrolling limit, but nothing in the
+    # loop synchronizes, so one trip at an unknown index (touching every element) is the same model.
+    k = check(source(LONG_SCAN))
+    assert k.verdict == "verified" and not k.unmodeled, (k.verdict, k.reason)
+    assert any("1024 trips" in a and "one trip at an unknown index" in a for a in k.assumptions)
+    racy = check(source(LONG_SCAN.replace("cute.arch.sync_threads()\n", "")))
+    assert racy.verdict == "counterexample" and {f.code for f in racy.findings} == {"CS201"}
+
+
+def test_a_long_loop_that_synchronizes_stays_unmodeled(require_spin):
+    k = check(source("""\
+        for j in cutlass.range(1024):
+            cute.arch.sync_threads()
+        """))
+    assert k.verdict == "inconclusive" and any("1024 iterations" in u.why for u in k.unmodeled)
