@@ -225,3 +225,21 @@ def test_a_long_loop_that_synchronizes_stays_unmodeled(require_spin):
             cute.arch.sync_threads()
         """))
     assert k.verdict == "inconclusive" and any("1024 iterations" in u.why for u in k.unmodeled)
+
+
+# ---------------------------------------------------------------- SimpleNamespace bundles
+def test_buffers_bundled_in_a_simple_namespace_are_followed(require_spin):
+    # flash-attn-4 passes shared-memory views to helpers in a `SimpleNamespace`.
+    body = textwrap.indent(textwrap.dedent("""\
+        params = SimpleNamespace(buf=sBuf, other=sTmp)
+        if warp_idx == 0:
+            params.buf[lane] = 1.0
+        cute.arch.sync_threads()
+        if warp_idx == 1:
+            mA[lane] = params.buf[lane]
+        """), " " * 8)
+    src = "from types import SimpleNamespace\n" + TEMPLATE.format(body=body)
+    k = check(src)
+    assert k.verdict == "verified" and not k.unmodeled, (k.verdict, k.reason)
+    racy = check(src.replace("        cute.arch.sync_threads()\n", ""))
+    assert racy.verdict == "counterexample" and {f.code for f in racy.findings} == {"CS201"}

@@ -1404,6 +1404,8 @@ class KernelInterp:
         if isinstance(base, Record):
             if attr in base.attrs:
                 return base.attrs[attr]
+            if base.cls is None:  # a SimpleNamespace: only what it was built with
+                return Unknown(f"attribute {attr}")
             got = self.class_attribute(base.cls, attr)
             return got if not (isinstance(got, ModuleRef) and got.qualname.startswith("<class ")) \
                 else Unknown(f"attribute {attr}")
@@ -1868,7 +1870,7 @@ class KernelInterp:
                 return self.inline(ref, args, kwargs, node)
         if isinstance(base, SuperRef):
             return self.call_super(base, meth, args, kwargs, node)
-        if isinstance(base, Record):
+        if isinstance(base, Record) and base.cls is not None:
             found = self.project.find_method(base.cls, meth) if self.project is not None else \
                 _own_method(base.cls, meth)
             if found is not None:
@@ -2931,6 +2933,12 @@ def _smem_atomic(it, ptr, node) -> bool:
     return True
 
 
+def h_simple_namespace(it, args, kwargs, node):
+    """`types.SimpleNamespace(a=..., b=...)`: a record of its keyword arguments (flash-attn bundles
+    shared-memory views in one to pass them to a helper)."""
+    return Record(None, dict(kwargs))
+
+
 def h_nvvm_atomicrmw(it, args, kwargs, node):
     """`nvvm.atomicrmw(op=..., ptr=p.llvm_ptr, a=...)` (flash-attn's `atomic_add_i32`)."""
     ptr = _kw(args, kwargs, 1, "ptr")
@@ -3734,6 +3742,7 @@ CALLS: dict = {
     "arch.fence_proxy": h_fence_proxy, "arch.fence_acq_rel_cta": _h_fence_acq_rel("cta"),
     "arch.fence_acq_rel_cluster": _h_fence_acq_rel("cluster"), "arch.fence_acq_rel_gpu": _h_fence_acq_rel("gpu"),
     "arch.fence_acq_rel_sys": _h_fence_acq_rel("sys"), "arch.atomic_add": _h_atomic("add"), "_mlir.dialects.nvvm.atomicrmw": h_nvvm_atomicrmw,
+    "types.SimpleNamespace": h_simple_namespace,
     "nvvm.atomicrmw": h_nvvm_atomicrmw,
     "arch.atomic_exch": _h_atomic("exch"), "arch.atomic_and": _h_atomic("and"), "arch.atomic_or": _h_atomic("or"),
     "arch.atomic_xor": _h_atomic("xor"), "arch.atomic_max": _h_atomic("max"), "arch.atomic_min": _h_atomic("min"),
