@@ -132,12 +132,14 @@ def test_nested_uniform_conditions_are_found_in_later_rounds():
     assert last == [("pipe.empty[0]", 0), ("pipe.empty[0]", 1), ("pipe.empty[1]", 1)]
 
 
-PREFETCH_THEN_LOOP = """\
+GRID_STRIDE_STATES = """\
 start, _, _ = cute.arch.block_idx()
 gdim, _, _ = cute.arch.grid_dim()
 n_blocks = cute.ceil_div(mA.shape[0], 128)
 prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
 cons = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+"""
+PREFETCH_THEN_LOOP = GRID_STRIDE_STATES + """\
 first = start + 0 * gdim
 if warp_idx == 0:
     if first < n_blocks:
@@ -168,12 +170,7 @@ def test_a_runtime_loop_runs_so_its_start_is_below_its_stop_also_before_it():
     assert not any(isinstance(o, ir.Choice) for v in p0.variants for o in ir.walk(v))
 
 
-LOOKAHEAD = """\
-start, _, _ = cute.arch.block_idx()
-gdim, _, _ = cute.arch.grid_dim()
-n_blocks = cute.ceil_div(mA.shape[0], 128)
-prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
-cons = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+LOOKAHEAD = GRID_STRIDE_STATES + """\
 if warp_idx == 0:
     if start < n_blocks:
         pipe.producer_acquire(prod)

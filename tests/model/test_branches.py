@@ -43,19 +43,6 @@ def pml(src: str) -> str:
     return lower(build_models(src, "k.py", Settings())[0]).text
 
 
-MANY_BRANCHES = "".join(f"""\
-    if mA[{i}] > 0.0:
-        sBuf[lane] = {i}.0
-""" for i in range(12))
-WRITER_THEN_READER = """\
-if warp_idx == 0:
-{branches}
-cute.arch.sync_threads()
-if warp_idx == 1:
-    mA[lane] = sBuf[lane]
-"""
-
-
 def test_uniform_condition_reads_and_sets_one_shared_value(require_spin):
     text = pml(source("""\
         if n > 0:
