@@ -230,3 +230,19 @@ def test_buffers_bundled_in_a_simple_namespace_are_followed(require_spin):
     assert k.verdict == "verified" and not k.unmodeled, (k.verdict, k.reason)
     racy = check(src.replace("        cute.arch.sync_threads()\n", ""))
     assert racy.verdict == "counterexample" and {f.code for f in racy.findings} == {"CS201"}
+
+
+def test_what_a_long_loop_computes_is_unknown_after_it():
+    # One trip stands for 1024: a count the loop accumulates must not fold to one trip's value.
+    # Folded to 1, `cnt > 1` would be False and the barrier would silently drop out of the model.
+    from cutespin import ir
+    m = build_models(source("""\
+        cnt = 0
+        for j in cutlass.range(1024):
+            cnt += 1
+        if cnt > 1:
+            cute.arch.sync_threads()
+        """), "k.py", Settings())[0]
+    choices = [o for p in m.processes for v in p.variants for o in ir.walk(v) if isinstance(o, ir.Choice)]
+    assert choices and all(any(isinstance(x, ir.NamedBarrier) for alt in c.alternatives for x in alt)
+                           for c in choices)

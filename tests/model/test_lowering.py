@@ -319,3 +319,16 @@ cute.arch.cluster_wait()
     assert fix.verified and "mbarrier_init_fence" in fix.edits[0].new_text
     assert fix.edits[0].span.line == line_of(src, "cute.arch.cluster_arrive_relaxed()")
     assert check(apply_edits(src, fix.edits)).verdict == "verified"
+
+
+def test_repeated_access_is_dropped_only_when_it_updates_the_same_record():
+    from cutespin import ir
+    from cutespin.model.promela import _dedupe_accesses
+    span = ir.Span(1, 1, 1, 2)
+    r = ir.Region(0, "smem", 0, "sA")
+    plain = ir.Access(span, r, True, 1)
+    again = ir.Access(span, r, True, 1)
+    through_view = ir.Access(span, r, True, 1, part="partition_D@12")
+    assert _dedupe_accesses([plain, again]) == [plain]
+    # A write through a per-thread partition view updates its own record: both stay.
+    assert _dedupe_accesses([plain, through_view]) == [plain, through_view]

@@ -208,7 +208,8 @@ def _calls_only_plain_code(node, module, depth: int = 0, _active: Optional[set] 
 
 
 def _local_names(node) -> tuple:
-    """A function's parameter names and the names its body assigns."""
+    """A function's parameter names and the names its body assigns (`=`, `+=`, `x: T =`, loop
+    targets)."""
     params = set()
     if isinstance(node, cst.FunctionDef):
         ps = node.params
@@ -227,6 +228,12 @@ def _local_names(node) -> tuple:
         def visit_For(self, n):
             for name in _target_names(n.target):
                 assigned.add(name)
+
+        def visit_AugAssign(self, n):
+            assigned.update(_target_names(n.target))
+
+        def visit_AnnAssign(self, n):
+            assigned.update(_target_names(n.target))
 
     node.visit(V())
     return params, assigned
@@ -474,6 +481,7 @@ class KernelInterp:
         self.bulk_open: list = []
         self.depth = 0
         self.active_helpers: list = []  # function nodes being inlined, outermost first
+        self.summarized_loops: set = set()  # long memory-only loops checked as one trip
         self.call_sites: list = []  # lines of the helper calls being interpreted (innermost last)
         self.const_stack: set = set()  # sibling-module constants being evaluated
         self.work_calls: dict = {}  # tile-scheduler call site -> calls so far (WORK_TILE_METHODS)
@@ -913,6 +921,7 @@ class KernelInterp:
                     # trip could, and nothing in it synchronizes, so the model is the same.
                     self.registry.assume(f"loop at line {self.span(node).line} ({trips} trips) only accesses "
                                          f"memory: checked as one trip at an unknown index")
+                    self.summarized_loops.add(node)
                     return [Unknown("index of a long loop")]
                 raise Unsupported(f"loop of {trips} iterations with synchronization")
             return list(vals)
@@ -933,7 +942,7 @@ class KernelInterp:
             except TypeError:
                 pass
         entry = _combine("cmp", _op_name(operator.lt), _term(start), _term(stop))
-        if entry is not None and (not _is_int(step) or step > 0):
+        if entry is not None and (_is_int(step) and step > 0 or _positive_stride(step) is not None):
             self.registry.entry_terms.add(entry)
         stride = _positive_stride(step)
         if stride is None and _is_int(step) and step > 0 and _is_int(start):
@@ -997,6 +1006,11 @@ class KernelInterp:
             self.assign(stmt.target, v, stmt)
             if not self.loop_body(stmt.body):
                 break
+        if stmt in self.summarized_loops:
+            # One trip stood for all of them: what the loop computes (`cnt += 1`) is not known.
+            for name in _local_names(stmt)[1]:
+                if name in self.env:
+                    self.env[name] = Unknown(f"{name} after a long loop")
 
     def iteration_values(self, it, stmt) -> list:
         """What `for x in it` binds, one value per trip (runtime bounds take this configuration's

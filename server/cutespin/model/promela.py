@@ -1094,15 +1094,20 @@ def _side_accesses(op: ir.Choice) -> list:
 
 
 def _dedupe_accesses(ops: list) -> list:
-    """Drop an access identical to the one just before it (same region, kind and lanes): in the
-    visibility encoding the second is a no-op."""
+    """Drop an access identical to the one just before it (same region, kind, lanes, partition
+    view and proxy): in the visibility encoding the second is a no-op. (An access through another
+    partition view updates another record, so it is kept.)"""
     out = []
     for op in ops:
         if (isinstance(op, ir.Access) and out and isinstance(out[-1], ir.Access)
-                and (op.region.index, op.write, op.lanes) == (out[-1].region.index, out[-1].write, out[-1].lanes)):
+                and _access_key(op) == _access_key(out[-1])):
             continue
         out.append(op)
     return out
+
+
+def _access_key(op: ir.Access) -> tuple:
+    return (op.region.index, op.write, op.lanes, op.part, op.async_read, op.what)
 
 
 def _same_ops(a: list, b: list) -> bool:
