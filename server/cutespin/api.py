@@ -47,6 +47,9 @@ class KernelResult:
     # "spin_a", "compile", "pan", "trail" when SPIN ran now; "cached" = 1.0 when its result came
     # from the cache instead.
     timings: dict = field(default_factory=dict)
+    # Which bound cut the check short, when one did: "time", "memory" (the search) or "size" (the
+    # unrolled model is over the Promela size limit). Smaller loop bounds may help (not in JSON).
+    cut_short: Optional[str] = None
 
     def to_json(self) -> dict:
         return {
@@ -114,9 +117,12 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
     assumptions = list(k.assumptions)
     timings = {}
     t0 = time.monotonic()
+    cut_short = None
     try:
         pm = lower(k)
-    except (TooManyGroups, ModelTooLarge) as e:
+    except ModelTooLarge as e:
+        reason, cut_short = f"model too large: {e}", "size"
+    except TooManyGroups as e:
         reason = f"model too large: {e}"
     except ValueOutOfRange as e:
         reason = f"a value the model cannot hold: {e}"
@@ -140,6 +146,7 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
                 reason = f"the search stopped on an error it could not explain ({run.error}); nothing is proven"
         elif run.status == "incomplete":
             reason = f"the search hit the {run.incomplete} bound after {run.states} states; nothing is proven"
+            cut_short = run.incomplete
     suppressed = []
     if source_lines is not None:
         kept = []
@@ -175,7 +182,8 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
     stats = {"states": states, "transitions": run.transitions if run else 0, "seconds": seconds,
              "compiler": tools.compiler_name}
     return KernelResult(k.path, k.name, k.qualname, k.line, verdict, reason, bounds, assumptions, findings,
-                        list(k.unmodeled), stats, k, pm, run, suppressed, timings)
+                        list(k.unmodeled), stats, k, pm, run, suppressed, timings,
+                        cut_short if verdict == "inconclusive" else None)
 
 
 def where(u: ir.Unmodeled) -> str:
@@ -204,15 +212,15 @@ def iter_check(text: str, path: str, settings: Settings, token: Optional[CancelT
             continue
         if token is not None and token.cancelled:
             raise Cancelled()
-        kr = _within_budget_at_smaller_bounds(k, text, path, settings, tools, token, lines)
-        if kr is not None:
-            pass
-        elif _may_retry(k):
+        budget = _budget_reasons(k) if _default_bound(k) else None
+        kr = _at_smaller_bounds(k, budget, text, path, settings, tools, token, lines) if budget else None
+        if kr is None and _may_retry(k):
             # The time bound covers the retries too (see _at_smaller_bounds).
             kr = run_kernel(k, settings.with_overrides(timeout=settings.timeout * FIRST_SEARCH_SHARE), tools,
                             token, lines)
-            kr = _at_smaller_bounds(kr, text, path, settings, tools, token, lines)
-        else:
+            if kr.cut_short:
+                kr = _at_smaller_bounds(k, kr.reason, text, path, settings, tools, token, lines) or kr
+        elif kr is None:
             kr = run_kernel(k, settings, tools, token, lines)
         kr.timings["frontend"] = frontend
         yield kr
@@ -225,106 +233,60 @@ FIRST_SEARCH_SHARE = 0.6
 RETRY_SEARCH_SHARE = 0.2
 
 
-def _may_retry(k) -> bool:
+def _default_bound(k) -> bool:
+    """A loop bound the user did not choose, above 1: smaller ones can be tried."""
     bound = k.bounds.get("loop")
-    return not k.loop_chosen and not k.unmodeled and isinstance(bound, int) and bound > 1
+    return not k.loop_chosen and isinstance(bound, int) and bound > 1
 
 
-def _at_smaller_bounds(kr: KernelResult, text: str, path: str, settings: Settings, tools, token, lines):
-    """A search cut short by time or memory at the *default* loop bound is repeated at smaller
-    bounds (half of it, then 1). The result says so: its bound is the smaller one and an assumption names
-    the bound whose search was cut short (docs/policies.md P9). A bound the user chose (setting
-    or `loop` pin) is kept as it is."""
-    run, bound = kr.run, kr.bounds.get("loop")
-    if (kr.verdict != "inconclusive" or run is None or run.status != "incomplete"
-            or run.incomplete not in ("time", "memory") or kr.unmodeled or kr.model is None
-            or kr.model.loop_chosen or not isinstance(bound, int) or bound <= 1):
-        return kr
-    # At most two more searches (half the bound, then 1): each may take the whole time bound again.
-    for b in sorted({max(1, bound // 2), 1}, reverse=True):
-        if token is not None and token.cancelled:
-            raise Cancelled()
-        smaller = settings.with_overrides(loop_bound=b)
-        k = next(iter(build_models(text, path, smaller, only=kr.qualname)), None)
-        if k is None:
-            return kr
-        got = run_kernel(k, smaller.with_overrides(timeout=settings.timeout * RETRY_SEARCH_SHARE), tools, token,
-                         lines)
-        if got.verdict == "inconclusive" and got.run is not None and got.run.status == "incomplete":
-            continue
-        if got.verdict == "inconclusive":
-            return kr
-        got.assumptions.append(f"the search within the default loop bound {bound} was cut short ({kr.reason}); "
-                               f"this verdict is for runtime loops of at most {b} trips")
-        got.model.loop_chosen = False
-        return got
-    return kr
+def _may_retry(k) -> bool:
+    return _default_bound(k) and not k.unmodeled
 
 
 # Unmodeled reasons that come from a front-end budget that grows with the loop bound: the
 # interpretation step budget, and the cap on configurations for uniform conditions that advance
-# a pipeline state differently (each unrolled iteration has its own instance). A model over the
-# size limit is the same kind of bound.
+# a pipeline state differently (each unrolled iteration has its own instance); and what such an
+# unknown pipeline state leads to further on (its barrier, the TMA copies onto it).
 _BUDGET_REASONS = ("interpretation steps", "advanced differently on the sides of the runtime condition")
-
-
-# What an unknown pipeline state leads to further on (its barrier, the TMA copies onto it).
 _BUDGET_CONSEQUENCES = ("the pipeline state is not known", "the transaction barrier could not be resolved")
 
 
-def _over_budget(k) -> bool:
-    """Some unmodeled item comes from a budget, and every other one from what it left unknown
+def _budget_reasons(k) -> Optional[str]:
+    """Why the kernel is not fully modeled, when that is only a budget and what it left unknown
     (anything else stays unmodeled at any bound: not worth building the kernel again)."""
-    def primary(u):
-        return any(r in u.why for r in _BUDGET_REASONS) and "may differ between warps" not in u.why
-    return any(primary(u) for u in k.unmodeled) and all(
-        primary(u) or (any(r in u.why for r in _BUDGET_CONSEQUENCES) and "may differ between warps" not in u.why)
-        for u in k.unmodeled)
+    def local(u):  # a condition that may differ between warps is no budget
+        return "may differ between warps" not in u.why
+    primary = [u for u in k.unmodeled if local(u) and any(r in u.why for r in _BUDGET_REASONS)]
+    if not primary or not all(u in primary or local(u) and any(r in u.why for r in _BUDGET_CONSEQUENCES)
+                              for u in k.unmodeled):
+        return None
+    return "the kernel is not fully modeled: " + "; ".join(sorted({u.why for u in primary}))
 
 
-def _model_too_large(k) -> bool:
-    if k.unmodeled:
-        return False
-    try:
-        lower(k)
-    except ModelTooLarge:
-        return True
-    except (TooManyGroups, ValueOutOfRange):
-        return False
-    return False
-
-
-def _within_budget_at_smaller_bounds(k, text: str, path: str, settings: Settings, tools, token, lines):
-    """A kernel whose model at the *default* loop bound exceeds a front-end budget (too many
-    interpretation steps, too many uniform-condition configurations, a model over the size
-    limit) is built again at smaller bounds (half, then 1). The first of those that is fully
-    modeled and reaches a verdict is the result, stated as a smaller bound with an assumption
-    naming what the default bound exceeded (docs/policies.md P9). None when the kernel is not
-    such a case or no smaller bound helps: it is then checked as it is."""
+def _at_smaller_bounds(k, why: str, text: str, path: str, settings: Settings, tools, token, lines):
+    """A kernel cut short at the *default* loop bound (`why`): the search ran out of time or
+    memory, the model is over the size limit, or the front end ran out of budget. It is checked
+    again at smaller bounds (half of it, then 1), each search with a share of the time bound, and
+    the first that is fully modeled and reaches a verdict is the result: its bound is the smaller
+    one and an assumption says what was cut short (docs/policies.md P9). None when no smaller
+    bound gives a verdict (the caller keeps its own result). A bound the user chose (setting or
+    `loop` pin) is never changed."""
     bound = k.bounds.get("loop")
-    if k.loop_chosen or not isinstance(bound, int) or bound <= 1:
-        return None
-    if _over_budget(k):
-        why = "; ".join(sorted({u.why for u in k.unmodeled if any(r in u.why for r in _BUDGET_REASONS)}))
-    elif _model_too_large(k):
-        why = "the model is over the size limit"
-    else:
-        return None
     start = time.monotonic()
     for b in sorted({max(1, bound // 2), 1}, reverse=True):
         if token is not None and token.cancelled:
             raise Cancelled()
-        if time.monotonic() - start > settings.timeout * (1 - RETRY_SEARCH_SHARE * 2):
+        if time.monotonic() - start > settings.timeout * (1 - 2 * RETRY_SEARCH_SHARE):
             break  # no time left for another front end and search within the time bound
         smaller = settings.with_overrides(loop_bound=b)
         m = next(iter(build_models(text, path, smaller, only=k.qualname)), None)
-        if m is None or m.unmodeled or _model_too_large(m):
+        if m is None or m.unmodeled:
             continue
-        got = run_kernel(m, smaller.with_overrides(timeout=settings.timeout * RETRY_SEARCH_SHARE * 2), tools,
-                         token, lines)
+        got = run_kernel(m, smaller.with_overrides(timeout=settings.timeout * RETRY_SEARCH_SHARE), tools, token,
+                         lines)
         if got.verdict == "inconclusive":
             continue
-        got.assumptions.append(f"at the default loop bound {bound} the kernel is not fully modeled ({why}); "
+        got.assumptions.append(f"at the default loop bound {bound} the check was cut short ({why}); "
                                f"this verdict is for runtime loops of at most {b} trips")
         got.model.loop_chosen = False
         return got

@@ -38,7 +38,8 @@ def test_a_cut_short_default_bound_is_retried_smaller_and_says_so(monkeypatch, r
     kr = res.kernels[0]
     assert kr.verdict == "verified" and kr.bounds["loop"] == 1, (kr.verdict, kr.reason)
     assert bounds == [3, 1]  # half of 3 is 1: one more search
-    assert any("default loop bound 3 was cut short" in a and "at most 1 trips" in a for a in kr.assumptions)
+    assert any("default loop bound 3 the check was cut short (the search hit the time bound" in a
+               and "at most 1 trips" in a for a in kr.assumptions)
 
 
 def test_a_chosen_loop_bound_is_kept(monkeypatch, require_spin):
@@ -79,19 +80,46 @@ def test_a_kernel_over_the_interpretation_budget_is_checked_at_a_smaller_bound(m
     monkeypatch.setattr(api, "CACHE", api._ResultCache())
     kr = api.check_source(path.read_text(), str(path), Settings(), with_fixes=False).kernels[0]
     assert kr.verdict == "verified" and kr.bounds["loop"] == 1 and not kr.unmodeled, (kr.verdict, kr.reason)
-    assert any("default loop bound 3 the kernel is not fully modeled" in a and "interpretation steps" in a
+    assert any("default loop bound 3 the check was cut short (the kernel is not fully modeled" in a
+               and "interpretation steps" in a
                and "at most 1 trips" in a for a in kr.assumptions)
     # A bound the user chose is kept: over the budget, the kernel stays inconclusive.
     chosen = api.check_source(path.read_text(), str(path), Settings(loop_bound=3), with_fixes=False).kernels[0]
     assert chosen.verdict == "inconclusive" and any("interpretation steps" in u.why for u in chosen.unmodeled)
 
 
-def test_a_kernel_unmodeled_for_other_reasons_is_not_retried(monkeypatch, require_spin):
+def test_only_budgets_and_what_they_left_unknown_are_worth_a_smaller_bound():
+    from cutespin import ir
     from cutespin.frontend import build_models
     path = SAMPLES / "umma_2cta_pair_ok.py"
+    k = build_models(path.read_text(), str(path), Settings())[0]
+    steps = ir.Unmodeled(1, "kernel body", "the unrolled kernel needs more than 60000 interpretation steps")
+    state = ir.Unmodeled(2, "pipeline.consumer_wait", "the pipeline state is not known")
+    other = ir.Unmodeled(3, "cute.arch.mapa", "synchronization primitive not modeled")
+    per_warp = ir.Unmodeled(4, "pipeline.producer_acquire", "the pipeline state is not known: advanced differently "
+                            "on the sides of the runtime condition at line 9 (a condition that may differ between "
+                            "warps)")
+    k.unmodeled = [steps, state]
+    assert "interpretation steps" in api._budget_reasons(k)
+    for extra in (other, per_warp):
+        k.unmodeled = [steps, state, extra]
+        assert api._budget_reasons(k) is None, extra.why
+    k.unmodeled = [state]  # a consequence alone: no budget to relieve
+    assert api._budget_reasons(k) is None
+
+
+def test_a_model_over_the_size_limit_is_checked_at_a_smaller_bound(monkeypatch, require_spin):
+    from cutespin.frontend import build_models
+    from cutespin.model import promela
+    path = SAMPLES / "umma_2cta_pair_ok.py"
     text = path.read_text()
-    k = build_models(text, str(path), Settings())[0]
-    calls = []
-    monkeypatch.setattr(api, "build_models", lambda *a: calls.append(a) or [])
-    assert api._within_budget_at_smaller_bounds(k, text, str(path), Settings(), None, None, []) is None
-    assert calls == []  # fully modeled and small: nothing to retry
+    sizes = {b: len(promela.lower(build_models(text, str(path), Settings(loop_bound=b))[0]).text.splitlines())
+             for b in (1, 3)}
+    assert sizes[1] < sizes[3]
+    monkeypatch.setattr(promela, "MAX_MODEL_LINES", (sizes[1] + sizes[3]) // 2)
+    monkeypatch.setattr(api, "CACHE", api._ResultCache())
+    kr = api.check_source(text, str(path), Settings(), with_fixes=False).kernels[0]
+    assert kr.verdict == "verified" and kr.bounds["loop"] == 1, (kr.verdict, kr.reason)
+    assert any("cut short (model too large" in a and "at most 1 trips" in a for a in kr.assumptions)
+    chosen = api.check_source(text, str(path), Settings(loop_bound=3), with_fixes=False).kernels[0]
+    assert chosen.verdict == "inconclusive" and chosen.reason.startswith("model too large")
