@@ -129,12 +129,24 @@ def strip_atomic(text: str) -> str:
     may interleave the warps between any two operations (each operation stays indivisible).
     `init` keeps its atomic start-up. Line numbers are kept, so the model's line table still
     maps a trail to the source. Inside a process every operation is one line, so a line that is
-    only a brace, or an option that starts with `atomic {`, is one of these sequences."""
+    only a brace, or an option that starts with `atomic {`, is one of these sequences; a d_step
+    that spans the lines of several operations (`pack_effects`) becomes one block per line."""
     out = []
-    in_proc = False
+    in_proc = in_run = False
     procs = stripped = 0
     for line in text.split("\n"):
         indent, body = line[:len(line) - len(line.lstrip())], line.strip()
+        if in_proc and (in_run or body.startswith(("d_step { ", "atomic { "))) and body.endswith(";"):
+            # A d_step the lowering packed over several op lines: one block per op again.
+            if not in_run:
+                body = body.split("{ ", 1)[1]
+            out.append(f"{indent}atomic {{ {body[:-1]} }}")
+            in_run = True
+            continue
+        if in_run:
+            out.append(f"{indent}atomic {{ {body[:-2]} }}")  # the run's last line ends with " }"
+            in_run = False
+            continue
         if line.startswith("proctype P"):
             in_proc, seen = True, False
             procs += 1

@@ -327,13 +327,17 @@ class _PartialReturn(_Return):
     (already emitted) and goes on only along `slots`, the op lists of the paths that did not
     return (sides of that choice, or of choices nested in it). Each enclosing block of the
     function appends the statements after it to every slot (see `exec_block`); the function
-    boundary takes the merged return value."""
+    boundary takes the merged return value.
 
-    def __init__(self, slots: list, values: list, line: int):
+    With `kind` "continue" it is a `continue` under a runtime condition instead: the same, up to
+    the end of the loop body (`loop_body`), where every path goes on to the next iteration."""
+
+    def __init__(self, slots: list, values: list, line: int, kind: str = "return"):
         super().__init__(None)
         self.slots = slots
         self.values = values  # return values of the paths that returned
         self.line = line
+        self.kind = kind
 
     @property
     def value(self):
@@ -557,9 +561,17 @@ class KernelInterp:
         try:
             self.exec_block(rest)
         except _PartialReturn as got:  # another partly-returning branch further on
+            if got.kind != pr.kind:
+                raise Unsupported("return and continue under runtime conditions in one loop body")
             inner = got
         except _Return as r:
+            if pr.kind == "continue":
+                raise Unsupported("return and continue under runtime conditions in one loop body")
             pr.values.append(r.value)
+        except _Continue:
+            if pr.kind != "continue":
+                raise
+            # The open paths end this iteration here too.
         finally:
             tail, self.out = self.out, saved
         inner_slots = inner.slots if inner is not None else []
@@ -603,7 +615,8 @@ class KernelInterp:
             here = self.info if self.info is not self.root_info else None
             self.env[stmt.name.value] = FuncRef(stmt.name.value, stmt, module=here)
         elif isinstance(stmt, cst.ClassDef):
-            self.env[stmt.name.value] = ModuleRef(f"<local class {stmt.name.value}>")
+            kind = "struct" if _is_struct_class(stmt) else "class"
+            self.env[stmt.name.value] = ModuleRef(f"<local {kind} {stmt.name.value}>")
         elif isinstance(stmt, cst.Try):
             self.unmodeled(stmt, "try statement", "exception handling is not part of the DSL's device code")
         else:
@@ -756,6 +769,7 @@ class KernelInterp:
         env0 = dict(self.env)
         attrs0 = dict(self.self_obj.attrs) if self.self_obj is not None else None
         outs, envs, attrs, returned, partial, memos = [], [], [], {}, {}, []
+        continued = set()  # sides that ended the loop iteration (`continue`)
         for k, body in enumerate(bodies):
             memos.append({})
             self.env = _fresh_env(env0, memos[-1])
@@ -774,6 +788,8 @@ class KernelInterp:
                 partial[k] = pr
             except _Return as r:
                 returned[k] = r.value
+            except _Continue:
+                continued.add(k)
             finally:
                 outs.append(self.out)
                 self.out = saved_out
@@ -781,7 +797,7 @@ class KernelInterp:
             envs.append(self.env)
             if attrs0 is not None:
                 attrs.append(self.self_obj.attrs)
-        going_on = [k for k in range(len(bodies)) if k not in returned]
+        going_on = [k for k in range(len(bodies)) if k not in returned and k not in continued]
         # Both sides of a uniform condition went on: a value they set differently is still the
         # same in every thread, a select on the condition (P14).
         select = key if shared is not None and len(going_on) == 2 else None
@@ -792,12 +808,21 @@ class KernelInterp:
             self.self_obj.attrs = self.merge_envs([attrs[k] for k in going_on] or attrs, node, select)
         # The code after this `if` runs only on the paths that did not return.
         slots = [outs[k] for k in going_on if k not in partial] + [s for pr in partial.values() for s in pr.slots]
-        if any(outs) or (returned or partial) and slots:
+        if any(outs) or (returned or partial or continued) and slots:
             self.emit(ir.Choice(self.span(node), outs, shared, swapped))
-        if not returned and not partial:
+        if not returned and not partial and not continued:
             return
-        values = list(returned.values()) + [v for pr in partial.values() for v in pr.values]
         line = self.span(node).line
+        kinds = {pr.kind for pr in partial.values()} | ({"return"} if returned else set()) | \
+            ({"continue"} if continued else set())
+        if len(kinds) > 1:
+            raise Unsupported("return and continue under runtime conditions in one loop body")
+        if kinds == {"continue"}:
+            # The rest of the loop body runs only on the paths that did not continue.
+            if not slots:
+                raise _Continue()
+            raise _PartialReturn(slots, [], line, kind="continue")
+        values = list(returned.values()) + [v for pr in partial.values() for v in pr.values]
         if not slots:
             raise _Return(values[0] if all(_same(v, values[0]) for v in values) else
                           Unknown(f"returned on several sides of the branch at line {line}"))
@@ -1127,7 +1152,9 @@ class KernelInterp:
             pass
         except _Break:
             return False
-        except _PartialReturn:
+        except _PartialReturn as pr:
+            if pr.kind == "continue":
+                return True  # every path, continued or not, goes on to the next iteration
             # The later iterations would belong to the sides that did not return.
             raise Unsupported("return under a runtime condition inside a loop")
         return True
@@ -1139,11 +1166,17 @@ class KernelInterp:
         (`choice` handles it, `may_return`); for a subset of lanes it is not modeled."""
         try:
             self.exec_block(body)
-        except (_Break, _Continue):
+        except _Continue:
+            if may_return:
+                raise  # a runtime choice's side ended the iteration (`choice`)
             raise Unsupported(f"break/continue under {why}")
-        except _Return:  # a _PartialReturn too
+        except _Break:
+            raise Unsupported(f"break/continue under {why}")
+        except _Return as r:  # a _PartialReturn too
             if may_return:
                 raise
+            if isinstance(r, _PartialReturn) and r.kind == "continue":
+                raise Unsupported(f"break/continue under {why}")
             raise Unsupported(f"return under {why}")
 
     def exec_while(self, stmt: cst.While):
@@ -1432,6 +1465,8 @@ class KernelInterp:
         if isinstance(base, P.MbarArray):
             return P.mbar_attribute(base, attr)
         if isinstance(base, Storage):
+            if base.view:
+                return Smem(alloc=base.key, label=base.label, cta=base.cta)
             return Smem(alloc=f"{base.key}.{attr}", label=attr, cta=base.cta)
         if isinstance(base, Smem):
             if attr in ("iterator", "ptr", "llvm_ptr", "data_ptr"):
@@ -1769,6 +1804,9 @@ class KernelInterp:
             return self.call_lambda(target, args, kwargs, node)
         if isinstance(target, LibraryCreate):
             return P.with_class(P.create(self, target.cls.library_base, args, kwargs, node), target.cls)
+        if isinstance(target, ClassRef) and _is_struct_class(target.node) or \
+                isinstance(target, ModuleRef) and target.qualname.startswith("<local struct "):
+            return self.struct_view(args, node)
         if isinstance(target, ClassRef):
             return self.construct(target, args, kwargs, node)
         if isinstance(target, ModuleRef) and target.qualname.startswith(LIBRARY_PIPELINE_PREFIXES):
@@ -1792,6 +1830,15 @@ class KernelInterp:
         if handler is not None:
             return handler(self, args, kwargs, node)
         return self.unknown_call(name, args, kwargs, node)
+
+    def struct_view(self, args, node):
+        """`SharedStorage(storage)`: a `@cute.struct` laid over shared memory allocated by size."""
+        mem = args[0] if len(args) == 1 else None
+        if isinstance(mem, Storage):
+            return replace(mem, view=True)
+        if isinstance(mem, Smem) and not mem.tmem:
+            return Storage(key=mem.alloc, cta=mem.cta, view=True, label=mem.label)
+        return Unknown("struct value")
 
     def construct(self, cref: ClassRef, args, kwargs, node):
         """`Cls(...)` of a package class: a dataclass or NamedTuple binds its fields; a class
@@ -2128,7 +2175,7 @@ class KernelInterp:
             layout = kwargs.get("layout", args[1] if len(args) > 1 else None)
             return self.with_layout(Smem(alloc=key, label=label, cta=alloc.cta), layout, dtype)
         if meth == "allocate":
-            return Storage(key=key, cta=alloc.cta)
+            return Storage(key=key, cta=alloc.cta, label=label)
         return Unknown(f"allocator.{meth}")
 
     def with_layout(self, buf: Smem, layout, dtype) -> Smem:
@@ -2484,6 +2531,11 @@ def _own_method(cref: ClassRef, name: str):
         if item.name.value == name:
             return cref, item
     return None
+
+
+def _is_struct_class(node) -> bool:
+    """A `@cute.struct` class (a shared-memory layout, not a record of values)."""
+    return any(_dotted_name(d.decorator).split(".")[-1] == "struct" for d in node.decorators)
 
 
 def _record_fields(cref: ClassRef):

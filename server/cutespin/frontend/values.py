@@ -126,10 +126,15 @@ class Gmem:
 
 @dataclass(frozen=True)
 class Storage:
-    """The result of `SmemAllocator().allocate(SharedStorage)`."""
+    """The result of `SmemAllocator().allocate(SharedStorage)`, or a `@cute.struct` class applied
+    to raw shared memory (`view`). Views of one allocation through different structs overlap
+    (a kernel reuses the mainloop's buffers for its epilogue), and their offsets are not folded,
+    so every field of a view is the whole allocation: one region, never a missed conflict."""
 
     key: str
     cta: int
+    view: bool = False
+    label: str = "storage"  # what messages call the allocation (the fields of a view)
 
 
 @dataclass(frozen=True)

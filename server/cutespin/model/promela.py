@@ -15,6 +15,7 @@ Encodings (see `docs/policies.md` and `../shared/reference/spin-engine.md`):
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -27,7 +28,9 @@ MAX_BITS = 30  # access bits 0..29
 # statements of any one d_step must stay below it, or `spin -a` fails ("d_step sequence too long").
 MAX_DSTEPS = 1800
 MAX_DSTEP_STATEMENTS = 200
-DSTEP_CHUNK = 16  # statements per d_step (SPIN rejects very long d_step sequences)
+# An op's effect is a placeholder `EFFECT<n>EFFECT` until `pack_effects` turns the effects of
+# consecutive ops into d_steps (no user text can hold it: nothing from the source reaches the text).
+EFFECT = "\x00"
 MAX_MODEL_LINES = 40_000
 # Paths a warp's atomic sequence may hold before a runtime branch ends it (see lower_choice).
 PATH_BUDGET = 64
@@ -141,6 +144,8 @@ class Lowering:
         self.pending_global: dict = {}
         self.inited_by: dict = {}
         self.dsteps = 0
+        self.effects: list = []  # op effects (statement lists) behind the placeholders (`dstep`)
+        self.effect_sizes: list = []  # their sizes in SPIN's d_step table (`_statements`)
         self.paths = 1  # paths through the open atomic sequence so far
         self.inlining = False  # lowering the alternatives of a branch kept inside the sequence
         self._plan()
@@ -478,22 +483,103 @@ class Lowering:
         return f"if :: (mb_p[{b}] == 0 && mb_t[{b}] == 0) -> {body} :: else -> skip fi"
 
     def dstep(self, stmts: list) -> str:
-        """One op's effect as d_steps on one line. SPIN limits the size of a d_step, so long
-        effects are split; inside the process's atomic body the pieces still run back to back
-        (only the first can be a blocking guard)."""
-        chunks = [stmts[i:i + DSTEP_CHUNK] for i in range(0, len(stmts), DSTEP_CHUNK)] or [["skip"]]
+        """One op's effect (its statements; only the first may be a blocking guard), as a
+        placeholder that `pack_effects` replaces once the whole body is known."""
+        stmts = list(stmts) or ["skip"]
+        self.effects.append(stmts)
+        self.effect_sizes.append(_statements(stmts))
+        return f"{EFFECT}{len(self.effects) - 1}{EFFECT}"
+
+    def pack_effects(self):
+        """Replace every effect placeholder with d_steps. Consecutive op lines of one sequence
+        whose effects cannot block (past the first line) share one d_step that spans their lines:
+        inside a warp's atomic body they run back to back anyway, and each statement keeps its own
+        line, so the trail still maps every step to its op. Fewer, larger d_steps matter because
+        `spin -a` spends time quadratic in the statements of a process outside d_steps and counts
+        every d_step against one table for the whole model (MAX_DSTEPS); past that table the same
+        packing falls back to atomic blocks."""
         out = []
-        for c in chunks:
-            # Past SPIN's d_step table (MAX_DSTEPS above), atomic blocks give the same semantics
-            # (no interleaving, a leading guard blocks), only slower.
-            body = "; ".join(c)
-            statements = body.count(";") + 2 * body.count("::") + 1
-            if self.dsteps < MAX_DSTEPS and statements <= MAX_DSTEP_STATEMENTS:
-                self.dsteps += 1
-                out.append("d_step { " + body + " }")
+        i = 0
+        while i < len(self.lines):
+            run = [i]
+            if self._sole_effect(self.lines[i][0]) is not None:
+                indent = _indent(self.lines[i][0])
+                while run[-1] + 1 < len(self.lines):
+                    text = self.lines[run[-1] + 1][0]
+                    e = self._sole_effect(text)
+                    if e is None or _indent(text) != indent or e >= 0 and _blocking(self.effects[e][0]):
+                        break
+                    run.append(run[-1] + 1)
+                out += self._pack_run(run, indent)
             else:
-                out.append("atomic { " + body + " }")
-        return "; ".join(out)
+                text, info = self.lines[i]
+                out.append((_replace_effects(text, lambda e: self._chunked(e)), info))
+            i = run[-1] + 1
+        self.lines = out
+
+    @staticmethod
+    def _sole_effect(text: str) -> Optional[int]:
+        """The effect of a line that is nothing but one effect placeholder (-1 for `skip`)."""
+        body = text.strip()
+        if body == "skip":
+            return -1
+        if len(body) > 2 and body[0] == EFFECT and body[-1] == EFFECT and body.count(EFFECT) == 2:
+            return int(body[1:-1])
+        return None
+
+    def _size(self, e: int) -> int:
+        return 1 if e < 0 else self.effect_sizes[e]
+
+    def _pack_run(self, run: list, indent: str) -> list:
+        """The lines of `run` as d_steps of at most MAX_DSTEP_STATEMENTS statements that start and
+        end at line boundaries (a single op above the limit is split on its own line)."""
+        chunks: list = []  # [[(line index, effect), ...]]
+        size = 0
+        for li in run:
+            e = self._sole_effect(self.lines[li][0])
+            n = self._size(e)
+            if not chunks or size + n > MAX_DSTEP_STATEMENTS:
+                chunks.append([])
+                size = 0
+            chunks[-1].append((li, e))
+            size += n
+        out = []
+        for chunk in chunks:
+            if len(chunk) == 1:
+                li, e = chunk[0]
+                out.append((indent + ("skip" if e < 0 else self._chunked(e)), self.lines[li][1]))
+                continue
+            kw = self._block_keyword(sum(self._size(e) for _, e in chunk))
+            for j, (li, e) in enumerate(chunk):
+                text = "; ".join(self.effects[e]) if e >= 0 else "skip"
+                text = (f"{kw} {{ " + text if j == 0 else text) + (" }" if j == len(chunk) - 1 else ";")
+                out.append((indent + text, self.lines[li][1]))
+        return out
+
+    def _chunked(self, e: int) -> str:
+        """One op's effect on one line, split where it is over SPIN's d_step size; inside the
+        process's atomic body the pieces still run back to back (only the first can block)."""
+        stmts = self.effects[e]
+        if self.effect_sizes[e] <= MAX_DSTEP_STATEMENTS:
+            return f"{self._block_keyword(self.effect_sizes[e])} {{ " + "; ".join(stmts) + " }"
+        chunks, cur, size = [], [], 0
+        for st in stmts:
+            n = _statements([st])
+            if cur and size + n > MAX_DSTEP_STATEMENTS:
+                chunks.append(cur)
+                cur, size = [], 0
+            cur.append(st)
+            size += n
+        chunks.append(cur)
+        return "; ".join(f"{self._block_keyword(_statements(c))} {{ " + "; ".join(c) + " }" for c in chunks)
+
+    def _block_keyword(self, statements: int) -> str:
+        """d_step while SPIN's d_step table has room (MAX_DSTEPS); atomic gives the same semantics
+        (no interleaving, a leading guard blocks), only slower."""
+        if self.dsteps < MAX_DSTEPS and statements <= MAX_DSTEP_STATEMENTS:
+            self.dsteps += 1
+            return "d_step"
+        return "atomic"
 
     def emit(self, text: str, info: Optional[LineInfo]):
         self.lines.append((text, info))
@@ -1059,6 +1145,7 @@ class Lowering:
             L("    run Tma();", None)
         L("  }", None)
         L("}", None)
+        self.pack_effects()
         text_lines = [t for t, _ in self.lines]
         if len(text_lines) > MAX_MODEL_LINES:
             raise ModelTooLarge(f"the unrolled model has {len(text_lines)} Promela lines (limit {MAX_MODEL_LINES}); "
@@ -1069,6 +1156,31 @@ class Lowering:
                             narrow_sites=self.narrow_sites, notes=self.notes,
                             tma_store_dests=self.tma_store_dests, cp_async_dests=self.cp_async_dests,
                             async_read_kinds={r: sorted(v) for r, v in self.async_read_kinds.items()})
+
+
+def _indent(text: str) -> str:
+    return text[:len(text) - len(text.lstrip())]
+
+
+def _replace_effects(text: str, render) -> str:
+    parts = text.split(EFFECT)
+    return "".join(render(int(p)) if i % 2 else p for i, p in enumerate(parts))
+
+
+def _statements(stmts: list) -> int:
+    """How many entries a d_step's statements take in SPIN's table (an `if` option counts
+    twice: its guard and its body)."""
+    joined = "\n".join(stmts)
+    return len(stmts) + joined.count(";") + 2 * joined.count("::")
+
+
+_NON_BLOCKING = re.compile(r"(assert\(|if |skip$|[A-Za-z_][\w\[\]]* = )")
+
+
+def _blocking(stmt: str) -> bool:
+    """Whether a statement may block: every statement of the lowering is an assert, an `if` with
+    an `else`, `skip` or an assignment, except the guards of waits (bare conditions)."""
+    return not _NON_BLOCKING.match(stmt)
 
 
 # Ops whose lowering only checks and updates access bits (or is `skip`: group commits, whose
