@@ -311,11 +311,17 @@ class Choice(Op):
     `shared` is None for a condition that may differ between warps (each warp chooses on its
     own). Otherwise the condition is CTA-uniform and `shared` numbers its value: every warp of
     the CTA that evaluates the same condition value takes the same side, `alternatives[0]` when
-    it is true and `alternatives[1]` when it is false (docs/policies.md P14)."""
+    it is true and `alternatives[1]` when it is false (docs/policies.md P14).
+
+    `enum` is set when the condition compares one uniform value with constants (`mode == "dual"`,
+    `mode in ("col", "dual")`): (term number, the constants, True when `alternatives[0]` runs
+    for them and False when it runs for every other value). Every such condition on the same
+    value then agrees with the others (one value per CTA)."""
 
     alternatives: list  # list[list[Op]]
     shared: Optional[int] = None
     swapped: bool = False  # alternatives[0] is the source's `else` side (`if not c` on a shared c)
+    enum: Optional[tuple] = None
 
 
 @dataclass
@@ -427,6 +433,8 @@ class KernelModel:
     static_findings: list = field(default_factory=list)  # list[StaticFinding]
     strict: bool = False
     shared_conditions: list = field(default_factory=list)  # Choice.shared -> (cta, line) of its first site
+    # Choice.enum term number -> the constants the value is compared with (sorted by repr)
+    enum_values: list = field(default_factory=list)
     # Sibling modules of the package whose code the model includes (an editor re-checks the
     # kernel when one of them changes).
     deps: list = field(default_factory=list)

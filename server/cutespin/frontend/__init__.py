@@ -859,7 +859,7 @@ class _Converter:
             return ir.NamedBarrier(op.span, op.barrier_id, op.threads, op.arriving, op.wait, self.lanes(op.lanes))
         if isinstance(op, ir.Choice):
             return ir.Choice(op.span, [self.convert(alt) for alt in op.alternatives], op.shared,
-                             op.swapped)
+                             op.swapped, op.enum)
         return op
 
 
@@ -1295,6 +1295,8 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         # A tensor the kernel writes is not an input: its loads may differ between warps.
         registry.written_gmem |= written
         registry.shared.clear()
+        registry.enum_terms.clear()
+        registry.enum_values.clear()
         registry.shared_sites.clear()
         try:
             first = run_all({}, discovered, ctas)
@@ -1385,5 +1387,6 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         unmodeled=sorted(registry.unmodeled.values(), key=lambda u: (u.path, u.line, u.construct)),
         bounds=bounds, static_findings=list(registry.statics), strict=settings.strict, deps=deps,
         shared_conditions=list(registry.shared_sites), loop_chosen=env.loop_bound is not None,
+        enum_values=[tuple(sorted(v, key=repr)) for v in registry.enum_values],
     )
 

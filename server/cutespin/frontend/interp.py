@@ -747,7 +747,7 @@ class KernelInterp:
         """Run each body from the same state and emit the op lists as one runtime choice. A
         CTA-uniform condition (an Unknown with a key) is numbered by its value, so every warp
         of the CTA that evaluates the same value takes the same side (P14)."""
-        shared, swapped, key = None, False, None
+        shared, swapped, key, enum = None, False, None, None
         if isinstance(cond, Unknown) and cond.key is not None and len(bodies) == 2:
             key = cond.key
             while key[0] == "not":  # `if not c` is `if c` with the sides swapped
@@ -766,6 +766,7 @@ class KernelInterp:
                     self.facts = saved_facts
                 return
             shared = self.registry.shared_condition(self.ctx.cta, key, self.span(node).line)
+            enum = self.registry.enum_condition(self.ctx.cta, key)
         env0 = dict(self.env)
         attrs0 = dict(self.self_obj.attrs) if self.self_obj is not None else None
         outs, envs, attrs, returned, partial, memos = [], [], [], {}, {}, []
@@ -809,7 +810,7 @@ class KernelInterp:
         # The code after this `if` runs only on the paths that did not return.
         slots = [outs[k] for k in going_on if k not in partial] + [s for pr in partial.values() for s in pr.slots]
         if any(outs) or (returned or partial or continued) and slots:
-            self.emit(ir.Choice(self.span(node), outs, shared, swapped))
+            self.emit(ir.Choice(self.span(node), outs, shared, swapped, enum))
         if not returned and not partial and not continued:
             return
         line = self.span(node).line
@@ -1685,6 +1686,10 @@ class KernelInterp:
             if isinstance(b, (tuple, list)):
                 if isinstance(a, LaneVal):
                     return LaneVal(tuple((x in b) != neg for x in a.vals))
+                if isinstance(a, Unknown) and a.key is not None and all(_is_literal(x) for x in b):
+                    # `mode in ("col", "dual")` on a uniform value: a comparison with constants.
+                    return Unknown("membership", key=_combine("cmp", "not_in" if neg else "in", a.key,
+                                                              _term(tuple(b))))
                 if isinstance(a, Unknown) or any(isinstance(x, Unknown) for x in b):
                     return Unknown("membership")
                 return (a in b) != neg
@@ -2645,6 +2650,10 @@ class Registry:
         self.statics: list = []
         self.steps = 0  # statements interpreted for this kernel (MAX_KERNEL_STEPS)
         self.shared: dict = {}  # (cta, uniform term) -> number of the shared condition value
+        # Uniform values compared with constants (`Choice.enum`): (cta, term) -> number, and the
+        # constants each is compared with.
+        self.enum_terms: dict = {}
+        self.enum_values: list = []
         self.shared_sites: list = []  # number -> (cta, line of the first site that evaluated it)
         self.data_atomics: dict = {}  # relaxed atomics not taken as flag updates (see _data_atomic)
         self.input_loads: set = set()  # GMEM tensors whose loads got uniform terms (input_load_term)
@@ -2672,6 +2681,27 @@ class Registry:
             n = self.shared[(cta, key)] = len(self.shared_sites)
             self.shared_sites.append((cta, line))
         return n
+
+    def enum_condition(self, cta: int, key) -> Optional[tuple]:
+        """For a condition that compares a uniform value with constants (`v == c`, `v != c`,
+        `v in (c1, c2)`, `v not in (...)`): (the value's number in this CTA, the constants named,
+        whether the condition holds for them (`==`, `in`) or for every other value): `Choice.enum`."""
+        if key is None or key[0] != "cmp" or len(key) != 5 or key[2] not in ("eq", "ne", "in", "not_in"):
+            return None
+        term, consts = key[3], key[4]
+        if key[2] in ("eq", "ne") and _literal_leaf(term) and not _literal_leaf(consts):
+            term, consts = consts, term  # `"dual" == mode`
+        values = [consts] if key[2] in ("eq", "ne") else \
+            list(consts[3:]) if consts is not None and consts[0] == "tuple" else []
+        if not values or not all(_literal_leaf(v) for v in values) or _literal_leaf(term) or term is None:
+            return None
+        m = self.enum_terms.get((cta, term))
+        if m is None:
+            m = self.enum_terms[(cta, term)] = len(self.enum_values)
+            self.enum_values.append(set())
+        consts = frozenset(v[2] for v in values)
+        self.enum_values[m] |= consts
+        return (m, consts, key[2] in ("eq", "in"))
 
     def add_unmodeled(self, item: ir.Unmodeled):
         self.unmodeled.setdefault((item.path, item.line, item.construct), item)
@@ -3973,6 +4003,15 @@ def _eval_term(key, cond_value):
 
 def _leaf(tag: str, name) -> tuple:
     return (tag, 1, name)
+
+
+def _is_literal(v) -> bool:
+    return v is None or isinstance(v, (bool, int, str)) and not isinstance(v, float)
+
+
+def _literal_leaf(t) -> bool:
+    """A term that is a constant of the source (`"dual"`, 3, None)."""
+    return t is not None and t[0] == "k" and _is_literal(t[2])
 
 
 def _term(v):

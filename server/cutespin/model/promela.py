@@ -5,8 +5,8 @@ Encodings (see `docs/policies.md` and `../shared/reference/spin-engine.md`):
   number mod 4, `mb_in[b]` initialised. The expected count is a literal at each call site.
   A wait is a blocking guard `(mb_ph[b] % 2 != parity)`, so a stuck wait is an invalid end state.
 - One process per warp; its lane classes share the process but each has its own visibility set.
-- Races: per tracked region r, `a_r` holds the access bits ever performed (write bit 2g, read bit
-  2g+1 of group g) and every *holder* (a group's visibility set, a barrier phase's release set, a
+- Races: per tracked region r, `a_r` holds the access bits ever performed (a write and a read bit
+  per group that needs them; 30 bits per word, more words as `a_<r>w1`, ...) and every *holder* (a group's visibility set, a barrier phase's release set, a
   named barrier's, the cluster barrier's, a flag's) keeps the bits it has seen. A new access by g
   clears g's bit from every holder except g's own, so only synchronization can bring it back.
 - Every op is one Promela line and every line maps back to its op's source span. No identifier
@@ -22,7 +22,10 @@ from typing import Optional
 from .. import ir
 
 WORD_BITS = 32
-MAX_BITS = 30  # access bits 0..29
+MAX_BITS = 30  # access bits per word: 0..29 (a Promela int is signed 32-bit)
+WORD_MASK = (1 << MAX_BITS) - 1
+# A region whose agents need more bits keeps them in more words (`a_5`, `a_5w1`, ...; see `wkey`).
+MAX_WORDS = 4
 # SPIN keeps one exit label per d_step for the whole model plus one entry per statement of the
 # d_step it is compiling, in a table of 2048 (spin dstep.c, MAXDSTEP): d_steps so far plus the
 # statements of any one d_step must stay below it, or `spin -a` fails ("d_step sequence too long").
@@ -273,13 +276,19 @@ class Lowering:
                 g.rpos = next(free)
         nbits = 1 + max(pos for gi in need for pos in (self.groups[gi].wpos, self.groups[gi].rpos)
                         if pos is not None) if need else 0
-        # Bit masks are declared just wide enough for every position in use (`unsigned x : w`
-        # packs them in the state vector when w is small).
-        self.width = {r: max(nbits, 1) for r in self.tracked_ids}
-        if nbits > MAX_BITS:
+        if nbits > MAX_BITS * MAX_WORDS:
             raise TooManyGroups(f"{len(need)} agents access shared buffers, {nbits} access bits needed "
                                 f"(a write or a read of an agent, shared by agents with no buffer in common); "
-                                f"at most {MAX_BITS} are modeled")
+                                f"at most {MAX_BITS * MAX_WORDS} are modeled")
+        # Bit masks are declared just wide enough for every position in use (`unsigned x : w`
+        # packs them in the state vector when w is small). Position p is bit p % 30 of word
+        # p // 30; a region has as many words as its agents' highest position needs.
+        self.width = {r: max(min(nbits, MAX_BITS), 1) for r in self.tracked_ids}
+        self.region_words = {}
+        for r in self.tracked_ids:
+            top = max((pos for gi in self.region_groups.get(r, ()) for pos in
+                       (self.groups[gi].wpos, self.groups[gi].rpos) if pos is not None), default=0)
+            self.region_words[r] = top // MAX_BITS + 1
         # Per-thread partition views of a tracked buffer: accesses through one partition are
         # recorded apart (`ap<j>_r`, the rest in `an_r`) so that another warp's accesses through
         # the same partition, which touch other elements, are not taken for conflicts.
@@ -350,6 +359,28 @@ class Lowering:
     def cov(g: Group, r: int) -> str:
         return f"c{g.index}_{r}"
 
+    # ------------------------------------------------------------------ words of access bits
+    def wkeys(self, key) -> list:
+        """The variable keys of a visibility key, one per word of its region's bits."""
+        return [wkey(key, w) for w in range(self.region_words.get(self.region_of(key), 1))]
+
+    def set_bits(self, name, key, bits: int) -> list:
+        """`x |= bits` for the variables `name(word key)` of `key`, in the words `bits` touch."""
+        return [f"{name(wkey(key, w))} = {name(wkey(key, w))} | {part}" for w, part in split_words(bits)]
+
+    def unordered(self, var, key, g: Group, mask: Optional[int] = None, own: Optional[int] = None) -> str:
+        """The bits of `var` (of `mask`, not `own`) that lane class `g` has not seen, over the
+        words of `key`, as one expression (0 when everything is ordered before `g`)."""
+        terms = []
+        for w, k in enumerate(self.wkeys(key)):
+            m = None if mask is None else word_part(mask, w)
+            if w and m == 0:
+                continue
+            term = [var(k)] + ([str(m)] if m is not None else []) + \
+                ([f"~{word_part(own, w)}"] if own is not None else []) + [f"~{self.cov(g, k)}"]
+            terms.append("(" + " & ".join(term) + ")")
+        return terms[0] if len(terms) == 1 else "(" + " | ".join(terms) + ")"
+
     def holders(self, r: int) -> list:
         hs = [self.cov(g, r) for g in self.groups if g.lane_class is not None]
         hs += [f"br{b}_{r}" for b in self.waited]
@@ -365,8 +396,14 @@ class Lowering:
         return [self.group_of[(pi, ci)] for ci in self._classes(mask, p)]
 
     # ------------------------------------------------------------------ building blocks
-    def clear_bit(self, r: int, bit: int, keep: Optional[str] = None) -> list:
-        return [f"{h} = {h} & ~{bit}" for h in self.holders(r) if h != keep]
+    def clear_bit(self, key, bits: int, keep: Optional[Group] = None) -> list:
+        """Clear `bits` from every holder of `key`, except the lane class `keep` (the accessor)."""
+        out = []
+        for w, part in split_words(bits):
+            k = wkey(key, w)
+            mine = self.cov(keep, k) if keep is not None else None
+            out += [f"{h} = {h} & ~{part}" for h in self.holders(k) if h != mine]
+        return out
 
     def release_into(self, dest_prefix: str, pi: int, mask: int, reads_from_whole_warp: bool) -> list:
         """`dest |= cov` of the releasing lanes, for every tracked region."""
@@ -374,21 +411,24 @@ class Lowering:
         p = self.k.processes[pi]
         groups = self.lane_groups(pi, mask)
         all_groups = [self.group_of[(pi, ci)] for ci in range(len(p.lane_classes))]
-        for r in self.vis_keys:
-            read_mask = self._read_mask(self.region_of(r))
-            for g in groups:
-                out.append(f"{dest_prefix}_{r} = {dest_prefix}_{r} | {self.cov(g, r)}")
-            if reads_from_whole_warp:
-                for g in all_groups:
-                    if g not in groups:
-                        out.append(f"{dest_prefix}_{r} = {dest_prefix}_{r} | ({self.cov(g, r)} & {read_mask})")
+        for key in self.vis_keys:
+            read_mask = self._read_mask(self.region_of(key))
+            for w, r in enumerate(self.wkeys(key)):
+                for g in groups:
+                    out.append(f"{dest_prefix}_{r} = {dest_prefix}_{r} | {self.cov(g, r)}")
+                if reads_from_whole_warp:
+                    for g in all_groups:
+                        if g not in groups:
+                            out.append(f"{dest_prefix}_{r} = {dest_prefix}_{r} | "
+                                       f"({self.cov(g, r)} & {word_part(read_mask, w)})")
         return out
 
     def acquire_from(self, src_prefix: str, pi: int, mask: int) -> list:
         out = []
-        for r in self.vis_keys:
-            for g in self.lane_groups(pi, mask):
-                out.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {src_prefix}_{r}")
+        for key in self.vis_keys:
+            for r in self.wkeys(key):
+                for g in self.lane_groups(pi, mask):
+                    out.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {src_prefix}_{r}")
         return out
 
     def _read_mask(self, r: int) -> int:
@@ -415,10 +455,10 @@ class Lowering:
     def record(self, r: int, bits: int, part: Optional[str] = None) -> list:
         """`a_r |= bits` (every access ever made), plus the per-partition record where `r` has
         partition views."""
-        out = [f"a_{r} = a_{r} | {bits}"]
+        out = self.set_bits(lambda k: f"a_{k}", r, bits)
         if r in self.parts:
-            var = f"ap{self.parts[r].index(part)}_{r}" if part in self.parts[r] else f"an_{r}"
-            out.append(f"{var} = {var} | {bits}")
+            j = self.parts[r].index(part) if part in self.parts[r] else None
+            out += self.set_bits(lambda k: f"ap{j}_{k}" if j is not None else f"an_{k}", r, bits)
         return out
 
     @staticmethod
@@ -428,7 +468,7 @@ class Lowering:
     @staticmethod
     def region_of(key) -> int:
         """The tracked region a visibility key belongs to (a region, or one of its partitions)."""
-        return key if isinstance(key, int) else int(str(key).split("p")[0])
+        return key if isinstance(key, int) else int(re.split("[pw]", str(key))[0])
 
     def part_index(self, r: int, part: Optional[str]) -> Optional[int]:
         return self.parts[r].index(part) if r in self.parts and part in self.parts[r] else None
@@ -440,10 +480,9 @@ class Lowering:
         if j is None:
             return []
         key = self.part_key(r, j)
-        keep = self.cov(g, key) if g is not None else None
-        out = self.clear_bit(key, bit, keep=keep)
-        if keep is not None:
-            out.append(f"{keep} = {keep} | {bit}")
+        out = self.clear_bit(key, bit, keep=g)
+        if g is not None:
+            out += self.set_bits(lambda k: self.cov(g, k), key, bit)
         return out
 
     def unseen(self, r: int, part: Optional[str], pi: int, g: Group, mask: int) -> str:
@@ -454,15 +493,19 @@ class Lowering:
         partition record is checked against the visibility of the accesses made through it."""
         own = self.own_bits(pi, r)
         if r not in self.parts:
-            return f"(a_{r} & {mask} & ~{own} & ~{self.cov(g, r)})"
+            return self.unordered(lambda k: f"a_{k}", r, g, mask, own)
         j = self.part_index(r, part)
-        terms = [f"(an_{r} & {mask} & ~{own} & ~{self.cov(g, r)})"]
+        # The partition records of word w of `r` are `an_<r>w<w>` / `ap<i>_<r>w<w>`; their
+        # visibility lives in the holders of the partition key's word w.
+        terms = [self.unordered(lambda k: f"an_{k}", r, g, mask, own)]
         for i in range(len(self.parts[r])):
             if i != j:
-                terms.append(f"(ap{i}_{r} & {mask} & ~{own} & ~{self.cov(g, self.part_key(r, i))})")
+                terms.append(self.unordered(lambda k, i=i: f"ap{i}_{r}" + k[len(self.part_key(r, i)):],
+                                            self.part_key(r, i), g, mask, own))
         cg = self.cp_group.get(pi)
         if j is not None and cg is not None and cg.index in self.region_groups.get(r, ()) and mask & self.W(cg):
-            terms.append(f"(ap{j}_{r} & {self.W(cg)} & ~{self.cov(g, self.part_key(r, j))})")
+            terms.append(self.unordered(lambda k: f"ap{j}_{r}" + k[len(self.part_key(r, j)):],
+                                        self.part_key(r, j), g, self.W(cg)))
         return "(" + " | ".join(terms) + ")"
 
     def async_reads_seen(self, r: int, pi: int, g: Group) -> list:
@@ -472,13 +515,14 @@ class Lowering:
         if r not in self.async_read_kinds or r not in self.tracked_ids:
             return []
         # The warp's own asynchronous reads count too: its lanes see them only once retired.
-        return [f"assert((ar_{r} & ~{self.own_bits(pi, r)} & ~{self.cov(g, r)}) == 0)"]
+        return [f"assert({self.unordered(lambda k: f'ar_{k}', r, g, own=self.own_bits(pi, r))} == 0)"]
 
     def complete_phase(self, b: int) -> str:
         e = self.expected.get(b, 1)
         moves = []
-        for r in self.vis_keys if b in self.waited else ():
-            moves += [f"bd{b}_{r} = br{b}_{r}", f"br{b}_{r} = 0"]
+        for key in self.vis_keys if b in self.waited else ():
+            for r in self.wkeys(key):
+                moves += [f"bd{b}_{r} = br{b}_{r}", f"br{b}_{r} = 0"]
         body = "; ".join([f"mb_ph[{b}] = (mb_ph[{b}] + 1) % 4", f"mb_p[{b}] = {e}", f"mb_t[{b}] = 0"] + moves)
         return f"if :: (mb_p[{b}] == 0 && mb_t[{b}] == 0) -> {body} :: else -> skip fi"
 
@@ -635,7 +679,7 @@ class Lowering:
                         continue
                     j = self.part_index(r, c.part)
                     for key in [r] + ([self.part_key(r, j)] if j is not None else []):
-                        stmts.append(f"br{b}_{key} = br{b}_{key} | {self.W(cg)}")
+                        stmts += self.set_bits(lambda k: f"br{b}_{k}", key, self.W(cg))
             stmts.append(self.complete_phase(b))
             what = f"arrives on {op.bar.name} ({op.count} arrival{'s' if op.count != 1 else ''}" + (
                 f", expects {op.tx} tx" if op.tx else "") + ")"
@@ -665,7 +709,7 @@ class Lowering:
                 tg = self.tma_group[pi]
                 issuer = self.lane_groups(pi, op.lanes)[0]
                 stmts += self.async_reads_seen(r, pi, issuer)
-                stmts.append(f"assert((a_{r} & {self._read_mask(r)} & ~{self.cov(issuer, r)}) == 0)")
+                stmts.append(f"assert({self.unordered(lambda k: f'a_{k}', r, issuer, self._read_mask(r))} == 0)")
                 stmts += self.record(r, self.W(tg))
                 stmts += self.clear_bit(r, self.W(tg))
             name = op.region.name if op.region else "shared memory"
@@ -678,8 +722,8 @@ class Lowering:
                 r = op.region.index
                 issuer = self.lane_groups(pi, op.lanes)[0]
                 bg = self.bulk_group[pi]
-                stmts.append(f"assert((a_{r} & {self._write_mask(r)} & ~{self.cov(issuer, r)}) == 0)")
-                stmts.append(f"assert(u_{r} == 0)")
+                stmts.append(f"assert({self.unordered(lambda k: f'a_{k}', r, issuer, self._write_mask(r))} == 0)")
+                stmts += [f"assert(u_{k} == 0)" for k in self.wkeys(r)]
                 stmts += self.record(r, self.R(bg))
                 stmts += self.clear_bit(r, self.R(bg))
             if op.dest is not None and op.dest.index in self.tracked_ids:
@@ -698,8 +742,7 @@ class Lowering:
             for st in op.done_stores:
                 if bg is not None and st.region is not None and st.region.index in self.tracked_ids:
                     for g in self.lane_groups(pi, (1 << len(p.lane_classes)) - 1):
-                        r = st.region.index
-                        stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.R(bg)}")
+                        stmts += self.set_bits(lambda k: self.cov(g, k), st.region.index, self.R(bg))
                 if bg is not None and not op.read_only and st.dest is not None and st.dest.index in self.tracked_ids:
                     # The global write is complete but only visible to generic-proxy readers after
                     # fence_proxy("async.global").
@@ -733,10 +776,9 @@ class Lowering:
                 # threads need a barrier after it (which releases these covs).
                 j = self.part_index(r, c.part)
                 for g in self.lane_groups(pi, c.lanes & op.lanes or c.lanes):
-                    stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.W(cg)}")
+                    stmts += self.set_bits(lambda k: self.cov(g, k), r, self.W(cg))
                     if j is not None:
-                        key = self.cov(g, self.part_key(r, j))
-                        stmts.append(f"{key} = {key} | {self.W(cg)}")
+                        stmts += self.set_bits(lambda k: self.cov(g, k), self.part_key(r, j), self.W(cg))
             self.emit(indent + (self.dstep(sorted(set(stmts))) if stmts else "skip"),
                       info(f"waits until at most {op.pending} cp.async groups are pending", "cp_async_wait"))
         elif isinstance(op, ir.AsyncRead):
@@ -748,11 +790,11 @@ class Lowering:
                 own = self.own_bits(pi, r)
                 for g in self.lane_groups(pi, op.lanes):
                     # The operand must be visible to the issuing lanes (read-after-write).
-                    stmts.append(f"assert((a_{r} & {self._write_mask(r)} & ~{own} & ~{self.cov(g, r)}) == 0)")
+                    stmts.append(f"assert({self.unordered(lambda k: f'a_{k}', r, g, self._write_mask(r), own)} == 0)")
                 # The read goes on in the background: nobody (not even the issuing lanes) has it
                 # ordered before them until the retiring wait.
                 stmts += self.record(r, self.R(ag))
-                stmts.append(f"ar_{r} = ar_{r} | {self.R(ag)}")
+                stmts += self.set_bits(lambda k: f"ar_{k}", r, self.R(ag))
                 stmts += self.clear_bit(r, self.R(ag))
             self.emit(indent + (self.dstep(stmts) if stmts else "skip"),
                       info(f"issues {unit} reading {op.region.name}", "async_read", None, r))
@@ -768,7 +810,7 @@ class Lowering:
                 # The wait makes the reads complete for the waiting lanes; a release after it
                 # (arrive, barrier) carries that to the writer.
                 for g in self.lane_groups(pi, op.lanes or c.lanes):
-                    stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.R(ag)}")
+                    stmts += self.set_bits(lambda k: self.cov(g, k), r, self.R(ag))
             what = (f"waits until at most {op.pending} warpgroup MMA groups are pending" if op.kind == "wgmma"
                     else "waits for its tcgen05.ld loads (fence_view_async_tmem_load)")
             self.emit(indent + (self.dstep(sorted(set(stmts))) if stmts else "skip"), info(what, "async_read_wait"))
@@ -787,16 +829,16 @@ class Lowering:
                     stmts += self.async_reads_seen(r, pi, g)
                     stmts.append(f"assert({self.unseen(r, op.part, pi, g, self._read_mask(r))} == 0)")
                     stmts += self.record(r, self.W(g), op.part)
-                    stmts += self.clear_bit(r, self.W(g), keep=self.cov(g, r))
-                    stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.W(g)}")
+                    stmts += self.clear_bit(r, self.W(g), keep=g)
+                    stmts += self.set_bits(lambda k: self.cov(g, k), r, self.W(g))
                     stmts += self.touch_part(r, op.part, self.W(g), g)
                     if r in self.async_read_regions:
-                        stmts.append(f"u_{r} = u_{r} | {self.W(g)}")
+                        stmts += self.set_bits(lambda k: f"u_{k}", r, self.W(g))
                 else:
                     stmts.append(f"assert({self.unseen(r, op.part, pi, g, self._write_mask(r))} == 0)")
                     stmts += self.record(r, self.R(g), op.part)
-                    stmts += self.clear_bit(r, self.R(g), keep=self.cov(g, r))
-                    stmts.append(f"{self.cov(g, r)} = {self.cov(g, r)} | {self.R(g)}")
+                    stmts += self.clear_bit(r, self.R(g), keep=g)
+                    stmts += self.set_bits(lambda k: self.cov(g, k), r, self.R(g))
                     stmts += self.touch_part(r, op.part, self.R(g), g)
             if op.what == "dealloc":
                 self.emit(indent + self.dstep(stmts), info(f"deallocates {op.region.name}", "dealloc", region=r))
@@ -814,11 +856,12 @@ class Lowering:
                 bg = self.bulk_group.get(pi)
                 for d in sorted(self.pending_global.pop(pi, set())):
                     for g in self.lane_groups(pi, (1 << len(p.lane_classes)) - 1):
-                        stmts.append(f"{self.cov(g, d)} = {self.cov(g, d)} | {self.W(bg)}")
+                        stmts += self.set_bits(lambda k: self.cov(g, k), d, self.W(bg))
             if op.kind == "proxy_async_shared":
                 for r in self.tracked_ids & self.async_read_regions:
                     for g in self.lane_groups(pi, op.lanes or 1):
-                        stmts.append(f"u_{r} = u_{r} & ~({self.cov(g, r)} & {self._write_mask(r)})")
+                        for w, k in enumerate(self.wkeys(r)):
+                            stmts.append(f"u_{k} = u_{k} & ~({self.cov(g, k)} & {word_part(self._write_mask(r), w)})")
             self.emit(indent + (self.dstep(stmts) if stmts else "skip"),
                       info({"proxy_async_shared": "fences generic writes for the async proxy",
                             "proxy_async_global": "fences global writes for the async proxy",
@@ -841,7 +884,7 @@ class Lowering:
             stmts = []
             gs = [self.group_of[(pi, ci)] for ci in range(len(p.lane_classes))]
             if len(gs) > 1:
-                for r in self.vis_keys:
+                for r in (k for key in self.vis_keys for k in self.wkeys(key)):
                     union = " | ".join(self.cov(g, r) for g in gs)
                     stmts.append(f"t_{r} = {union}")
                     stmts += [f"{self.cov(g, r)} = t_{r}" for g in gs]
@@ -911,12 +954,17 @@ class Lowering:
     def lower_alternatives(self, pi: int, op: ir.Choice, indent: str, inline: bool):
         """The `if` of a branch. A CTA-uniform condition (P14) reads and sets `uc[n]` (0 = not
         yet evaluated in this CTA, 1 = true, 2 = false), so every warp takes the side the first
-        one took."""
+        one took. A comparison of a uniform value with constants (`Choice.enum`) reads `ue[m]`,
+        the value's index among the constants it is compared with, chosen once at launch."""
         role = self.k.processes[pi].role
         self.emit(indent + "if", LineInfo(op.span, role, "takes a runtime branch", "branch"))
         for side, alt in enumerate(op.alternatives):
             name = "`if`" if (side == 0) != op.swapped else "`else`"
-            if op.shared is None:
+            if op.enum is not None:
+                holds = self.enum_guard(op.enum)
+                guard = holds if side == 0 else f"!{holds}"
+                what = f"takes the {name} side of a runtime branch (the same side in every warp of the CTA)"
+            elif op.shared is None:
                 guard, what = "true", f"takes the {name} side of a runtime branch"
             else:
                 u, value, other = op.shared, side + 1, 2 - side
@@ -933,6 +981,17 @@ class Lowering:
                 self.lower_seq(pi, alt, indent + "   ")
                 self.close_atomic(indent + "   }")
         self.emit(indent + ("fi" if inline else "fi;"), None)
+
+    def enum_guard(self, enum: tuple) -> str:
+        """`(ue[m] == i || ...)`: the launch's value of term m is one of the constants for which
+        the condition holds. Index i + 1 is the i-th constant of `k.enum_values[m]`; one past
+        the last stands for every other value."""
+        m, consts, positive = enum
+        domain = self.k.enum_values[m]
+        idx = [i + 1 for i, v in enumerate(domain) if (v in consts) == positive]
+        if not positive:
+            idx.append(len(domain) + 1)
+        return "(" + (" || ".join(f"ue[{m}] == {i}" for i in idx) or "false") + ")"
 
     def choice_paths(self, op: ir.Choice) -> int:
         """Paths through a branch inside one atomic sequence (capped past the budget) that may
@@ -1017,7 +1076,7 @@ class Lowering:
             if isinstance(op, ir.Choice):
                 if not self.has_effect(op):
                     continue
-                out.append(("choice", op.span, op.shared, op.swapped,
+                out.append(("choice", op.span, op.shared, op.swapped, op.enum,
                             tuple(self._effective_key(alt) for alt in op.alternatives)))
             else:
                 out.append(_op_key(op))
@@ -1025,15 +1084,17 @@ class Lowering:
 
     def complete_named(self, i: int, total: str) -> str:
         moves = []
-        for r in self.vis_keys:
-            moves += [f"nd{i}_{r} = na{i}_{r}", f"na{i}_{r} = 0"]
+        for key in self.vis_keys:
+            for r in self.wkeys(key):
+                moves += [f"nd{i}_{r} = na{i}_{r}", f"na{i}_{r} = 0"]
         body = "; ".join([f"nn[{i}] = 0", f"ng[{i}] = 1 - ng[{i}]"] + moves)
         return f"if :: (nn[{i}] > 0 && nn[{i}] >= {total}) -> {body} :: else -> skip fi"
 
     def complete_cluster(self, c: int) -> str:
         moves = []
-        for r in self.vis_keys:
-            moves += [f"kd{c}_{r} = ka{c}_{r}", f"ka{c}_{r} = 0"]
+        for key in self.vis_keys:
+            for r in self.wkeys(key):
+                moves += [f"kd{c}_{r} = ka{c}_{r}", f"ka{c}_{r} = 0"]
         body = "; ".join([f"kn[{c}] = 0", f"kg[{c}] = 1 - kg[{c}]"] + moves)
         return f"if :: (kn[{c}] > 0 && kn[{c}] + kx[{c}] >= {self.warps_per_cluster[c]}) -> {body} :: else -> skip fi"
 
@@ -1066,28 +1127,32 @@ class Lowering:
             L(f"int fv[{len(self.flag_ids)}];", None)
         for s in range(len(self.tma_slots)):
             L(f"bit tq{s};", None)
-        for r in sorted(self.tracked_ids):
-            names = [f"a_{r}"] + self.holders(r)
-            if r in self.async_read_regions:
-                names.append(f"u_{r}")
-            if r in self.async_read_kinds:
-                names.append(f"ar_{r}")
-            if r in self.parts:
-                names += [f"an_{r}"] + [f"ap{j}_{r}" for j in range(len(self.parts[r]))]
-                for j in range(len(self.parts[r])):
-                    names += self.holders(self.part_key(r, j))
-            L("; ".join(f"unsigned {n} : {self.width[r]}" for n in names) + ";", None)
+        for r0 in sorted(self.tracked_ids):
+            for w, r in enumerate(self.wkeys(r0)):
+                names = [f"a_{r}"] + self.holders(r)
+                if r0 in self.async_read_regions:
+                    names.append(f"u_{r}")
+                if r0 in self.async_read_kinds:
+                    names.append(f"ar_{r}")
+                if r0 in self.parts:
+                    names += [f"an_{r}"] + [f"ap{j}_{r}" for j in range(len(self.parts[r0]))]
+                    for j in range(len(self.parts[r0])):
+                        names += self.holders(wkey(self.part_key(r0, j), w))
+                L("; ".join(f"unsigned {n} : {self.width[r0]}" for n in names) + ";", None)
         L("byte cfg;", None)
         config_groups = self.config_groups()
         if self.k.shared_conditions:
             L(f"byte uc[{len(self.k.shared_conditions)}];", None)
+        if self.k.enum_values:
+            L(f"byte ue[{len(self.k.enum_values)}];", None)
         proc_names = {}
         for pi, p in enumerate(k.processes):
             pname = f"P{pi}"
             proc_names[pname] = p.role
             L(f"proctype {pname}() {{", None)
             locals_ = ["byte sg = 0", "bit cg = 0"]
-            locals_ += [f"unsigned t_{r} : {self.width[self.region_of(r)]}" for r in self.vis_keys]
+            locals_ += [f"unsigned t_{r} : {self.width[self.region_of(r)]}"
+                        for key in self.vis_keys for r in self.wkeys(key)]
             L("  " + "; ".join(locals_) + ";", None)
             # The whole body is one atomic sequence: it loses atomicity only at a blocking wait, so
             # each warp runs from one wait to the next without interleaving (a Lipton reduction:
@@ -1122,7 +1187,7 @@ class Lowering:
                 stmts = [f"tq{s} == 1", f"tq{s} = 0", f"mb_t[{b}] = mb_t[{b}] - {tx}"]
                 if r in self.tracked_ids and b in self.waited:
                     tg = self.tma_group[pi]
-                    stmts.append(f"br{b}_{r} = br{b}_{r} | {self.W(tg)}")
+                    stmts += self.set_bits(lambda k: f"br{b}_{k}", r, self.W(tg))
                 stmts.append(self.complete_phase(b))
                 self.emit("  :: atomic { " + self.dstep(stmts) + " }",
                           LineInfo(None, "TMA unit", f"completes a TMA load on {k.barriers[b].name}", "tma_complete", b, r))
@@ -1139,6 +1204,10 @@ class Lowering:
                 L(f"    :: cfg = {ci}", LineInfo(k.def_span, "launch", f"takes the configuration {c.describe()}", "config")
                   if getattr(c, "cond_labels", ()) else None)
             L("    fi;", None)
+        for m, domain in enumerate(k.enum_values):
+            # The launch's value of each uniform value compared with constants (P14): one of
+            # them, or any other (the last index).
+            L("    if " + " ".join(f":: ue[{m}] = {i}" for i in range(1, len(domain) + 2)) + " fi;", None)
         for pi in range(len(k.processes)):
             L(f"    run P{pi}();", None)
         if self.tma_slots:
@@ -1156,6 +1225,27 @@ class Lowering:
                             narrow_sites=self.narrow_sites, notes=self.notes,
                             tma_store_dests=self.tma_store_dests, cp_async_dests=self.cp_async_dests,
                             async_read_kinds={r: sorted(v) for r, v in self.async_read_kinds.items()})
+
+
+def wkey(key, w: int) -> str:
+    """The variable key of word `w` of a visibility key: the key itself for word 0 (so a model
+    whose regions fit one word reads as before), `<key>w<w>` past it."""
+    return f"{key}" if w == 0 else f"{key}w{w}"
+
+
+def word_part(mask: int, w: int) -> int:
+    return (mask >> (MAX_BITS * w)) & WORD_MASK
+
+
+def split_words(mask: int) -> list:
+    """[(word, bits within the word)] of a mask over bit positions, the words it touches."""
+    out, w = [], 0
+    while mask:
+        if mask & WORD_MASK:
+            out.append((w, mask & WORD_MASK))
+        mask >>= MAX_BITS
+        w += 1
+    return out
 
 
 def _indent(text: str) -> str:
@@ -1228,7 +1318,7 @@ def _same_ops(a: list, b: list) -> bool:
 
 def _op_key(op):
     if isinstance(op, ir.Choice):
-        return ("choice", op.span, op.shared, op.swapped, tuple(tuple(_op_key(o) for o in alt) for alt in op.alternatives))
+        return ("choice", op.span, op.shared, op.swapped, op.enum, tuple(tuple(_op_key(o) for o in alt) for alt in op.alternatives))
     d = dict(vars(op))
     return (type(op).__name__,) + tuple(sorted((k, repr(v)) for k, v in d.items()))
 
