@@ -2,8 +2,10 @@
 
 Downloads pinned wheels into a cache folder outside the repository (`pip download --no-deps`;
 nothing is committed or vendored), unpacks them there, and runs the checker on every file that
-holds a `@cute.kernel`, two files at a time, each in its own process with a time budget. Prints a
-table per package and writes the per-kernel results as JSON so two runs can be compared.
+holds a `@cute.kernel`, two files at a time, each in its own process with a time budget. A
+package's requirements that are also in the corpus (flash-attn-4 requires quack-kernels) are
+given to the checker as extra paths, as if pip had installed them side by side. Prints a table
+per package and writes the per-kernel results as JSON so two runs can be compared.
 
     python bench/corpus.py                       # all pinned packages (downloads once)
     python bench/corpus.py --cutlass PATH        # also PATH/examples/python/CuTeDSL
@@ -103,7 +105,26 @@ def kernel_sources(text: str) -> dict:
     return out
 
 
-def check_one(path: str, timeout: float) -> dict:
+def requirements(root: Path) -> set:
+    """The distribution names an unpacked wheel requires (its METADATA's `Requires-Dist`),
+    normalised like pip's (`quack_kernels` -> `quack-kernels`)."""
+    out = set()
+    for meta in root.glob("*.dist-info/METADATA"):
+        for line in meta.read_text(errors="replace").splitlines():
+            if line.startswith("Requires-Dist:") and "extra ==" not in line:  # optional extras left out
+                name = re.split(r"[\s<>=!~;\[(]", line.split(":", 1)[1].strip(), maxsplit=1)[0]
+                out.add(name.lower().replace("_", "-"))
+    return out
+
+
+def extra_paths_for(root: Path, roots: dict) -> list:
+    """The source folders of the corpus packages this one requires: where pip would have installed
+    them next to it (flash-attn-4 calls quack-kernels' helpers), given to the checker as extra
+    paths (`Settings.extra_paths`)."""
+    return [str(roots[name]) for name in sorted(requirements(root)) if name in roots and roots[name] != root]
+
+
+def check_one(path: str, timeout: float, extra: tuple = ()) -> dict:
     """Run in a child process: check one file, report results, wall time and peak memory."""
     import resource
 
@@ -111,7 +132,7 @@ def check_one(path: str, timeout: float) -> dict:
     from cutespin.config import Settings
 
     text = Path(path).read_text(errors="replace")
-    settings = Settings(timeout=timeout, verify_fixes=False)
+    settings = Settings(timeout=timeout, verify_fixes=False, extra_paths=tuple(extra))
     t0 = time.monotonic()
     rows = []
     try:
@@ -128,9 +149,11 @@ def check_one(path: str, timeout: float) -> dict:
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-def run_file(path: Path, timeout: float) -> dict:
+def run_file(path: Path, timeout: float, extra: list = ()) -> dict:
     budget = 60 + 20 * timeout  # the whole file: several kernels, each within `timeout`
     cmd = [sys.executable, __file__, "--one", str(path), "--timeout", str(timeout)]
+    for folder in extra:
+        cmd += ["--extra-path", folder]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=budget)
     except subprocess.TimeoutExpired:
@@ -196,13 +219,17 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, help="write per-kernel results here")
     ap.add_argument("--no-download", action="store_true", help="use only what the cache holds")
     ap.add_argument("--one", help=argparse.SUPPRESS)
+    ap.add_argument("--extra-path", action="append", default=[], help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
-        print(json.dumps(check_one(args.one, args.timeout)))
+        print(json.dumps(check_one(args.one, args.timeout, tuple(args.extra_path))))
         return 0
 
     packages = []
     only = set(args.only.split(",")) if args.only else None
+    # Every pinned package already in the cache, by name: what another one may require.
+    roots = {name: args.cache / "src" / f"{name}-{version}" for name, version in PINNED
+             if (args.cache / "src" / f"{name}-{version}").exists()}
     for name, version in PINNED:
         if only and name not in only:
             continue
@@ -220,8 +247,11 @@ def main(argv=None) -> int:
     rows, dump = [], {}
     for label, root in packages:
         files = kernel_files(root)
+        extra = extra_paths_for(root, roots)
+        if extra:
+            print(f"{label}: its required packages from {', '.join(extra)}", file=sys.stderr)
         with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            results = list(pool.map(lambda p: run_file(p, args.timeout), files))
+            results = list(pool.map(lambda p: run_file(p, args.timeout, extra), files))
         dump[label] = results
         rows.append(summarize(label, root, results))
         print(f"done: {label} ({len(files)} files)", file=sys.stderr)

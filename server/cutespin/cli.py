@@ -108,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-trace", action="store_true", help="text format: omit the interleaving")
     c.add_argument("-v", "--verbose", action="store_true", help="text format: show every verdict and its assumptions")
     c.add_argument("--spin", help="path of the spin executable")
+    c.add_argument("--extra-path", action="append", metavar="DIR", dest="extra_paths",
+                   help="also look here for the modules a kernel imports (repeatable; e.g. the "
+                        "site-packages holding another package's helpers)")
     s = sub.add_parser("serve", help="run the language server over stdio")
     s.add_argument("--stdio", action="store_true", help="accepted for compatibility; stdio is the only transport")
     s.add_argument("--log-file", metavar="FILE", help="write the server's log to FILE (never to stdout)")
@@ -129,7 +132,8 @@ def _safe_output_streams() -> None:
 def cmd_check(args) -> int:
     _safe_output_streams()
     overrides = dict(loop_bound=args.loop_bound, timeout=args.timeout, depth=args.depth, memory_mb=args.memory_mb,
-                     strict=args.strict, spin=args.spin)
+                     strict=args.strict, spin=args.spin,
+                     extra_paths=tuple(str(Path(p).resolve()) for p in args.extra_paths) if args.extra_paths else None)
     if args.no_fixes:
         overrides["verify_fixes"] = False
     for name, v in (("loop_bound", args.loop_bound), ("timeout", args.timeout), ("depth", args.depth),

@@ -26,6 +26,9 @@ class Settings:
     compiler: Optional[str] = None  # None: tcc when present, else gcc
     verify_fixes: bool = True
     kernel_pins: dict = field(default_factory=dict)  # qualname -> {pin: value}
+    # Folders searched, after the analyzed file's own package, for the modules its kernels import
+    # (another installed package's helpers: quack's from flash-attn-4). Like pyright's extraPaths.
+    extra_paths: tuple = ()
 
     def with_overrides(self, **kw) -> "Settings":
         kw = {k: v for k, v in kw.items() if v is not None}
@@ -35,7 +38,7 @@ class Settings:
 PYPROJECT_KEYS = {
     "loop-bound": "loop_bound", "timeout": "timeout", "depth": "depth", "memory-mb": "memory_mb",
     "strict": "strict", "spin": "spin", "compiler": "compiler", "max-configs": "max_configs",
-    "verify-fixes": "verify_fixes",
+    "verify-fixes": "verify_fixes", "extra-paths": "extra_paths",
 }
 
 
@@ -60,8 +63,9 @@ def load_pyproject(path: Optional[Path]) -> dict:
     return data.get("tool", {}).get("cutespin", {}) or {}
 
 
-def settings_from_pyproject(base: Settings, table: dict) -> Settings:
-    """Raises ValueError, naming the key, for a value of the wrong type or out of range."""
+def settings_from_pyproject(base: Settings, table: dict, folder: Optional[Path] = None) -> Settings:
+    """Raises ValueError, naming the key, for a value of the wrong type or out of range.
+    Relative `extra-paths` are relative to `folder` (the pyproject.toml's)."""
     if not isinstance(table, dict):
         raise ValueError("[tool.cutespin] must be a table")
     kw = {}
@@ -75,6 +79,8 @@ def settings_from_pyproject(base: Settings, table: dict) -> Settings:
         if problem:
             key = next(k for k, a in PYPROJECT_KEYS.items() if a == attr)
             raise ValueError(f"[tool.cutespin] {key} = {v!r}: {problem}")
+    if "extra_paths" in kw:
+        kw["extra_paths"] = tuple(str((folder or Path.cwd()) / p) for p in kw["extra_paths"])
     kernels = table.get("kernels") or {}
     if not isinstance(kernels, dict):
         raise ValueError("[tool.cutespin] kernels must be a table of kernel tables")
@@ -104,6 +110,9 @@ def value_problem(attr: str, v) -> Optional[str]:
         return None if ok else "expected a number of seconds above 0 (at most a day)"
     if attr in ("strict", "verify_fixes"):
         return None if isinstance(v, bool) else "expected true or false"
+    if attr == "extra_paths":
+        ok = isinstance(v, (list, tuple)) and all(isinstance(p, str) and p.strip() for p in v)
+        return None if ok else "expected a list of folders"
     if attr in ("spin", "compiler"):
         if attr == "compiler" and v is None:
             return None
@@ -114,7 +123,8 @@ def value_problem(attr: str, v) -> Optional[str]:
 def settings_for_path(path: Path, base: Optional[Settings] = None) -> Settings:
     base = base or Settings()
     start = path if path.is_dir() else path.parent
-    return settings_from_pyproject(base, load_pyproject(find_pyproject(start)))
+    pyproject = find_pyproject(start)
+    return settings_from_pyproject(base, load_pyproject(pyproject), pyproject.parent if pyproject else None)
 
 
 def setting_names() -> list:

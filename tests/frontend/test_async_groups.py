@@ -213,3 +213,32 @@ for h in cutlass.range_constexpr(self.n):
     for trips, v in enumerate(k.processes[0].variants, start=1):
         counts = [op.pending for op in ir.walk(v) if isinstance(op, ir.CpAsyncWait)]
         assert counts == list(range(trips - 1, -1, -1))
+
+
+def test_a_wait_group_count_chosen_on_a_uniform_condition_is_a_configuration():
+    """`cp_async_wait_group(1 if const_expr(self.num_stages_dO > 1) else 0)` (flash-attn-4's
+    backward kernel): the condition becomes a configuration of its own (P14), in which the count
+    is a number."""
+    k, _ = _ops("""
+cute.copy(thr, tAgA, tAsA[None, None, 0])
+cute.arch.cp_async_commit_group()
+cute.copy(thr, tAgA, tAsA[None, None, 1])
+cute.arch.cp_async_commit_group()
+cute.arch.cp_async_wait_group(1 if cutlass.const_expr(flag > 0) else 0)
+""")
+    assert not k.unmodeled
+    assert len(k.configs) == 2
+    retired = sorted(len(op.done_copies) for v in k.processes[0].variants for op in ir.walk(v)
+                     if isinstance(op, ir.CpAsyncWait))
+    assert retired == [1, 2]  # wait_group(1) retires the older group, wait_group(0) both
+
+
+def test_a_uniform_select_of_open_indices_is_a_view_not_a_read():
+    """`sA[(None, 0, None) if c else (0, None, None)]` slices a view on either side (flash-attn-4's
+    `LSEslice`): no access until the view is copied."""
+    k, ops = _ops("""
+idx = (None, None, 0) if cutlass.const_expr(flag > 0) else (None, None, 1)
+v = sA[idx]
+""")
+    assert not any(isinstance(op, ir.Access) and op.region.name.startswith("sA") for op in ops)
+    assert not k.unmodeled

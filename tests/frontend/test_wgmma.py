@@ -147,3 +147,39 @@ def test_a_warp_level_mma_fragment_is_registers_not_shared_memory():
     writes = [op for p in k.processes for op in ir.walk(p.variants[0])
               if isinstance(op, ir.Access) and op.write and op.region.name.startswith("sA")]
     assert [w.span.line for w in writes] == [16] * len(k.processes)
+
+
+def _smem_write_lines(src: str) -> tuple:
+    """(source lines of the writes of `sA`, number of warps)."""
+    k = build_models(src, "k.py", Settings())[0]
+    lines = [op.span.line for p in k.processes for op in ir.walk(p.variants[0])
+             if isinstance(op, ir.Access) and op.write and op.region.name.startswith("sA")]
+    return lines, len(k.processes)
+
+
+def _line(src: str, needle: str) -> int:
+    return next(i for i, line in enumerate(src.splitlines(), 1) if needle in line)
+
+
+def test_the_warpgroup_layout_helper_alone_is_no_warpgroup_mma():
+    """Sm120 kernels lay out shared memory with `warpgroup.make_smem_layout_atom` but multiply with
+    warp-level MMAs: their fragments stay registers (a false race on the Sm120 block-scaled GEMM)."""
+    src = AMPERE.replace("        tidx, _, _ = cute.arch.thread_idx()\n",
+                         "        tidx, _, _ = cute.arch.thread_idx()\n"
+                         "        atom = cute.nvgpu.warpgroup.make_smem_layout_atom(None, cutlass.Float16)\n")
+    assert "make_smem_layout_atom" in src
+    lines, warps = _smem_write_lines(src)
+    assert lines == [_line(src, "sA[tidx] = mC[tidx]")] * warps  # not `tCrA[0] = ...`
+    # A kernel that does use warpgroup MMAs still reads its fragments as views of the buffer.
+    wg = src.replace("warp.MmaF16BF16Op", "cute.nvgpu.warpgroup.MmaF16BF16Op")
+    assert _line(wg, "tCrA[0] = sA[tidx]") in _smem_write_lines(wg)[0]
+
+
+def test_a_partition_fragment_helper_of_shared_memory_is_registers():
+    """`sm120_utils.partition_fragment_SFA(sSFA[...], thr_mma, tidx)` builds a register fragment
+    shaped like the buffer's partition; stores into it are not writes of the buffer."""
+    src = AMPERE.replace("tCrA = thr.make_fragment_A(thr.partition_A(sA))",
+                         "tCrA = cutlass.utils.partition_fragment_SFA(sA, thr, tidx)")
+    assert "partition_fragment_SFA" in src
+    lines, warps = _smem_write_lines(src)
+    assert lines == [_line(src, "sA[tidx] = mC[tidx]")] * warps

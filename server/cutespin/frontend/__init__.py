@@ -51,7 +51,7 @@ MAX_SOURCE_CHARS = 512 * 1024
 def build_models(text: str, path: str, settings: Settings, only: Optional[str] = None) -> list:
     """One model per `@cute.kernel` of the file (or only the kernel named `only`)."""
     python_error = check_shape(text)
-    project = Project.for_file(path)
+    project = Project.for_file(path, settings.extra_paths)
     try:
         info = discover(text, project.package if project is not None else None)
     except cst.ParserSyntaxError as e:

@@ -132,6 +132,16 @@ def _has_open_mode(idx) -> bool:
     return any(x is None for x in (idx if isinstance(idx, tuple) else (idx,)))
 
 
+def _open_mode_term(key) -> bool:
+    """A uniform select of indices that all leave a mode open (`LSEslice = (None, 0, None) if
+    const_expr(c) else (0, None, None)`): a view on either side."""
+    if not isinstance(key, tuple) or len(key) < 3:
+        return False
+    if key[0] == "select" and len(key) == 6:
+        return _open_mode_term(key[4]) and _open_mode_term(key[5])
+    return key[0] == "tuple" and any(t == ("k", 1, None) for t in key[3:])
+
+
 def _has_effect(ops) -> bool:
     """Whether ops do anything: a runtime choice whose sides are all empty does not."""
     return any(not isinstance(op, ir.Choice) or any(_has_effect(alt) for alt in op.alternatives) for op in ops)
@@ -1911,6 +1921,11 @@ class KernelInterp:
         if name.startswith("pipeline.") or (name.startswith("arch.") and name not in PURE_ARCH):
             self.unmodeled(node, name.replace("arch.", "cute.arch.", 1), "synchronization primitive not modeled")
             return Unknown(f"result of {name}")
+        if "fragment" in name.rsplit(".", 1)[-1] and not self.uses_warpgroup_mma() and \
+                any(isinstance(v, Smem) and not v.tmem for v in args):
+            # `sm120_utils.partition_fragment_SFA(sSFA[...], thr_mma, tidx)`: a register fragment
+            # shaped like the buffer's partition (as `make_fragment_A` with warp-level MMAs).
+            return h_make_rmem(self, args, kwargs, node)
         if _view_name(name):
             for v in args:
                 if isinstance(v, (Smem, Gmem, Rmem)):
@@ -2227,12 +2242,13 @@ class KernelInterp:
             self.emit(RawAsyncReadWait(self.span(node), 0, self.mask, "tmem_ld"))
 
     def uses_warpgroup_mma(self) -> bool:
-        """Whether the kernel's file uses Hopper warpgroup MMAs (it names `warpgroup`): only then
-        are MMA operand fragments views of shared memory (policy P12)."""
+        """Whether the kernel's file uses Hopper warpgroup MMAs (it names `warpgroup` other than
+        for its shared-memory layout helper, which Sm120's warp-level MMA kernels use too): only
+        then are MMA operand fragments views of shared memory (policy P12)."""
         if self._warpgroup_mma is None:
             cached = getattr(self.root_info, "_warpgroup_mma", None)  # one code dump per file, not per warp
             if cached is None:
-                cached = "warpgroup" in self.root_info.module.code
+                cached = "warpgroup" in self.root_info.module.code.replace("warpgroup.make_smem_layout_atom", "")
                 setattr(self.root_info, "_warpgroup_mma", cached)
             self._warpgroup_mma = cached
         return self._warpgroup_mma
@@ -2306,7 +2322,8 @@ class KernelInterp:
                     for b, elems in blocks.items():
                         self.emit(RawAccess(self.span(node), base.at(block=b, elems=elems), write, self.mask, False))
                     return Unknown("loaded value") if not write else None
-            if not write and isinstance(base, Smem) and _has_open_mode(idx):
+            if not write and isinstance(base, Smem) and (_has_open_mode(idx) or isinstance(idx, Unknown)
+                                                         and _open_mode_term(idx.key)):
                 # `tLSEsLSE[None, s, m]`: a slice of a view is a view; its accesses are the
                 # copy, `.load()` or `.store()` done through it later.
                 return base
@@ -3128,6 +3145,10 @@ def _immediate(it, node, n, index: int, name: str):
     `range_constexpr(self.tile_h)`)."""
     if isinstance(n, LaneVal):
         n = n.uniform()
+    if isinstance(n, Unknown) and n.key is not None:
+        # `wait_group(1 if const_expr(self.num_stages > 1) else 0)`: a select on a uniform
+        # condition, which becomes a configuration of its own (as a select-valued buffer index).
+        n = it.select_index(n, node)
     if _is_int(n) or not isinstance(node, cst.Call) or not it.registry.bound_terms:
         return n
     expr = None

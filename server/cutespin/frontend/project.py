@@ -28,6 +28,9 @@ MAX_MODULES = 48  # sibling modules one check may parse
 MAX_MODULE_CHARS = 256 * 1024  # larger sibling modules are not followed
 MAX_NAMESPACE_LEVELS = 2  # folders above the package root searched for namespace packages
 LIBRARY_PIPELINE_PREFIXES = ("cutlass.pipeline.", "cutlass.utils.pipeline.")
+# Top-level packages of the DSL: found in an extra path (a site-packages folder), their sources
+# would replace the handlers that model them.
+LIBRARY_PACKAGES = ("cutlass", "cuda")
 
 
 def package_root(path: Path) -> tuple:
@@ -137,13 +140,16 @@ class Project:
     classes: dict = field(default_factory=dict)  # (module path, class name) -> ClassRef
     memo: dict = field(default_factory=dict)  # dotted name -> what `resolve` found
 
+    extra_roots: tuple = ()  # `Settings.extra_paths`: searched after the package's own roots
+
     @staticmethod
-    def for_file(path: str) -> Optional["Project"]:
+    def for_file(path: str, extra_paths: tuple = ()) -> Optional["Project"]:
         p = Path(path)
         if not path or not p.is_file():
             return None
         root, name = package_root(p)
-        return Project(root, name, str(p.resolve()), max_modules=MAX_MODULES)
+        return Project(root, name, str(p.resolve()), max_modules=MAX_MODULES,
+                       extra_roots=tuple(Path(x) for x in extra_paths))
 
     @property
     def package(self) -> str:
@@ -155,6 +161,8 @@ class Project:
         if not dotted or any(not p.isidentifier() for p in parts):
             return None
         for root in self.search_roots():
+            if root in self.extra_roots and parts[0] in LIBRARY_PACKAGES:
+                continue  # the DSL itself is modeled by name, never by its installed sources
             base = root.joinpath(*parts)
             for cand in (base.with_suffix(".py"), base / "__init__.py"):
                 if cand.is_file():
@@ -171,7 +179,7 @@ class Project:
                 break
             folder = folder.parent
             roots.append(folder)
-        return roots
+        return roots + [r for r in self.extra_roots if r not in roots]
 
     def load(self, dotted: str) -> Optional[ModuleInfo]:
         if dotted in self.loaded:

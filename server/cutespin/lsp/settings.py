@@ -19,7 +19,7 @@ Keys (camelCase; snake_case and the pyproject kebab-case are accepted too):
 | `trigger` | `onSave` or `onType` (debounced) | `onSave` |
 | `debounceMs` | delay after the last keystroke in `onType` mode | 500 |
 | `severity` | per code: `error`, `warning`, `information`, `hint` or `off` | - |
-| `extraPaths` | extra package roots for finding the modules a kernel imports | - |
+| `extraPaths` | extra package roots for the modules a kernel imports (helpers of another installed package) | - |
 
 Precedence, lowest first: the CLI defaults, the editor defaults above, `[tool.cutespin]` of the
 nearest pyproject.toml, then every option the user set explicitly in the editor.
@@ -67,11 +67,14 @@ class ServerOptions:
         start = path if path is not None else fallback_dir
         settings = settings_for_path(start, base) if start is not None else base
         explicit = {name: getattr(self, name) for name in CORE_FIELDS}
+        if not self.extra_paths:
+            del explicit["extra_paths"]  # not set in the editor: pyproject's (or none) stand
         return settings.with_overrides(**explicit)
 
 
 # option key -> (ServerOptions field, parser)
-CORE_FIELDS = ("spin", "compiler", "loop_bound", "depth", "timeout", "memory_mb", "strict", "verify_fixes")
+CORE_FIELDS = ("spin", "compiler", "loop_bound", "depth", "timeout", "memory_mb", "strict", "verify_fixes",
+               "extra_paths")
 
 
 def _str(v):
