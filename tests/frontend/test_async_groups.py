@@ -242,3 +242,42 @@ v = sA[idx]
 """)
     assert not any(isinstance(op, ir.Access) and op.region.name.startswith("sA") for op in ops)
     assert not k.unmodeled
+
+
+def test_a_count_from_a_loop_bound_wins_over_the_select_behind_the_bound():
+    """quack's rotary kernel: `self.tile_h = 2 if self.dim <= 96 else 1` (a select) bounds
+    `range_constexpr(self.tile_h)`, and `cp_async_wait_group(self.tile_h - h - 1)` takes the
+    bound's value in each configuration (P9), never a select value that contradicts it."""
+    src = '''
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.nvgpu import cpasync
+
+
+class K:
+    def __init__(self, dim):
+        self.dim = dim
+        self.tile_h = 2 if self.dim <= 96 else 1
+
+    @cute.jit
+    def __call__(self, mA: cute.Tensor):
+        self.kernel(mA).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor):
+        tidx, _, _ = cute.arch.thread_idx()
+        smem = cutlass.utils.SmemAllocator()
+        sA = smem.allocate_tensor(cutlass.Float32, cute.make_layout((32, 32, 2)), 16)
+        atom = cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.Float32, num_bits_per_copy=32)
+        thr = cute.make_tiled_copy_tv(atom, cute.make_layout(128), cute.make_layout(1)).get_slice(tidx)
+        tAsA = thr.partition_D(sA)
+        tAgA = thr.partition_S(mA)
+        for h in cutlass.range_constexpr(self.tile_h):
+            cute.copy(thr, tAgA, tAsA[None, None, h])
+            cute.arch.cp_async_commit_group()
+        for h in cutlass.range_constexpr(self.tile_h):
+            cute.arch.cp_async_wait_group(self.tile_h - h - 1)
+            cute.arch.sync_threads()
+'''
+    k = build_models(src, "k.py", Settings())[0]
+    assert not k.unmodeled, k.unmodeled

@@ -3142,27 +3142,27 @@ def _immediate(it, node, n, index: int, name: str):
     """A wait-group count is a PTX immediate, fixed when the kernel is compiled: an operand that
     did not fold is evaluated again the way `const_expr` conditions are, where a loop bound
     takes its value in this configuration (P9: `cp_async_wait_group(self.tile_h - h - 1)` inside
-    `range_constexpr(self.tile_h)`)."""
+    `range_constexpr(self.tile_h)`). A count that is still a select on a uniform condition
+    (`1 if const_expr(self.num_stages_dO > 1) else 0`) makes the condition a configuration."""
     if isinstance(n, LaneVal):
         n = n.uniform()
-    if isinstance(n, Unknown) and n.key is not None:
-        # `wait_group(1 if const_expr(self.num_stages > 1) else 0)`: a select on a uniform
-        # condition, which becomes a configuration of its own (as a select-valued buffer index).
-        n = it.select_index(n, node)
-    if _is_int(n) or not isinstance(node, cst.Call) or not it.registry.bound_terms:
+    if _is_int(n) or not isinstance(node, cst.Call):
         return n
     expr = None
     for i, a in enumerate(node.args):
         if a.keyword is not None and a.keyword.value == name or a.keyword is None and i == index:
             expr = a.value
-    if expr is None or _has_call(expr):
-        return n
-    it.in_const_expr += 1
-    try:
-        v = it.eval(expr)
-    finally:
-        it.in_const_expr -= 1
-    return v if _is_int(v) else n
+    if it.registry.bound_terms and expr is not None and not _has_call(expr):
+        it.in_const_expr += 1
+        try:
+            v = it.eval(expr)
+        finally:
+            it.in_const_expr -= 1
+        if _is_int(v):
+            return v
+    if isinstance(n, Unknown) and n.key is not None:
+        return it.select_index(n, node)
+    return n
 
 
 def _has_call(expr) -> bool:
