@@ -72,3 +72,30 @@ def test_a_barrier_id_offset_by_the_warp_group_is_one_id_per_group():
     for p in m.processes:
         ids = [op.barrier_id for op in ir.walk(p.variants[-1]) if isinstance(op, ir.NamedBarrier)]
         assert ids == [2 + p.warp // 4, 3 + p.warp // 4]
+
+
+EPILOGUE = """\
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+smem = cutlass.utils.SmemAllocator()
+sO = smem.allocate_tensor(cutlass.Float32, cute.make_layout(64))
+tidx, _, _ = cute.arch.thread_idx()
+cute.arch.barrier(barrier_id=1, number_of_threads=self.num_threads)
+sO[tidx] = 1.0
+cute.arch.barrier_arrive(barrier_id=1, number_of_threads=self.num_threads + cute.arch.WARP_SIZE)
+if warp_idx == 0:
+    cute.arch.barrier(barrier_id=1, number_of_threads=self.num_threads + cute.arch.WARP_SIZE)
+    x = sO[63 - tidx]
+"""
+
+
+def test_an_unknown_count_plus_a_constant_is_the_derived_count_plus_it(require_spin):
+    """flash-attn-4's epilogue: every thread arrives on `num_epilogue_threads + WARP_SIZE` and the
+    storing warp then syncs on it too (arriving twice). Deriving both counts as the threads of the
+    warps that use the barrier (64) let the arrivals complete the phase alone and left the
+    storing warp's sync waiting forever, a false deadlock."""
+    src = kernel_source(EPILOGUE, threads=64, init="self.num_threads = num_threads\n")
+    src = src.replace("def __init__(self):", "def __init__(self, num_threads):")
+    m = build_models(src, "k.py", Settings())[0]
+    assert named(m)[:3] == [(1, 64), (1, 96), (1, 96)]
+    fr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False)
+    assert fr.kernels[0].verdict == "verified", [f.message for f in fr.kernels[0].findings]

@@ -742,18 +742,32 @@ def derive_arrival_counts(processes: list, derived: dict) -> None:
 
 def derive_named_barrier_threads(processes: list) -> None:
     """Give a named barrier whose thread count does not fold the threads of every warp (of the
-    CTA) that arrives on or syncs with that barrier id (the assumption is stated at the call)."""
+    CTA) that arrives on or syncs with that barrier id (the assumption is stated at the call).
+    A count that is such an unknown plus a constant (`num_epilogue_threads + WARP_SIZE`, for an
+    epilogue whose TMA-store warp arrives twice) is the value derived where the unknown alone is
+    the count, plus the constant."""
     users: dict = {}
     for p in processes:
         for ops in p.variants:
             for op in ir.walk(ops):
                 if isinstance(op, ir.NamedBarrier):
                     users.setdefault((p.cta, op.barrier_id), set()).add(p.warp)
+    plain: dict = {}  # (cta, term) -> threads derived where the term alone is the count
     for p in processes:
         for ops in p.variants:
             for op in ir.walk(ops):
-                if isinstance(op, ir.NamedBarrier) and op.threads == I.DERIVED_THREADS:
-                    op.threads = 32 * len(users[(p.cta, op.barrier_id)])
+                d = op.threads if isinstance(op, ir.NamedBarrier) else None
+                if isinstance(d, I.DerivedThreads) and d.term is not None and d.offset == 0:
+                    plain.setdefault((p.cta, d.term), 32 * len(users[(p.cta, op.barrier_id)]))
+    for p in processes:
+        for ops in p.variants:
+            for op in ir.walk(ops):
+                d = op.threads if isinstance(op, ir.NamedBarrier) else None
+                if not isinstance(d, I.DerivedThreads):
+                    continue
+                base = plain.get((p.cta, d.term)) if d.offset else None
+                op.threads = base + d.offset if base is not None and base + d.offset > 0 else \
+                    32 * len(users[(p.cta, op.barrier_id)])
 
 
 def lane_partition(masks: set, elected: set) -> list:

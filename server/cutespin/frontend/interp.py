@@ -12,7 +12,7 @@ import copy
 import operator
 import re
 from dataclasses import dataclass, field, replace
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import libcst as cst
 
@@ -2401,7 +2401,7 @@ class KernelInterp:
             self.registry.assume(f"line {self.span(node).line}: the thread count of named barrier {int(barrier_id)} "
                                  f"is not known ({getattr(threads, 'why', 'runtime value')}): taken to be the "
                                  f"threads of the warps that use it")
-            threads = DERIVED_THREADS
+            threads = DerivedThreads(*_term_plus_constant(threads))
         elif threads is not None and threads <= 0:
             self.registry.static(ir.StaticFinding("deadlock", f"named barrier {barrier_id} waits for {threads} threads",
                                                   self.span(node)))
@@ -2599,7 +2599,26 @@ def _dotted_name(node) -> str:
     return ""
 
 
-DERIVED_THREADS = -1  # NamedBarrier.threads placeholder until derive_named_barrier_threads runs
+@dataclass(frozen=True)
+class DerivedThreads:
+    """NamedBarrier.threads placeholder until `derive_named_barrier_threads` runs: a count that did
+    not fold, as an unknown term plus a constant (`self.num_epilogue_threads + cute.arch.WARP_SIZE`
+    is the term of `self.num_epilogue_threads` plus 32)."""
+
+    term: Any = None  # None when the count has no uniform term
+    offset: int = 0
+
+
+def _term_plus_constant(v) -> tuple:
+    """(term, constant) of an unknown count `X + c` / `X - c` / `c + X`; (its term, 0) otherwise."""
+    key = getattr(v, "key", None)
+    if key is not None and key[0] == "op" and len(key) == 5 and key[2] in ("add", "sub"):
+        a, b = key[3], key[4]
+        if b[0] == "k" and _is_int(b[2]) and not isinstance(b[2], bool):
+            return a, b[2] if key[2] == "add" else -b[2]
+        if key[2] == "add" and a[0] == "k" and _is_int(a[2]) and not isinstance(a[2], bool):
+            return b, a[2]
+    return key, 0
 
 INT_ENUM_BASES = ("IntEnum", "IntFlag", "enum.IntEnum", "enum.IntFlag")
 
