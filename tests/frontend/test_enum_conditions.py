@@ -1,7 +1,6 @@
 """Uniform values compared with constants (`Choice.enum`, policy P14): every condition on the
 same value agrees with the others, as lightmoe's `if const_expr(self.mode == "dual")` and
 `if const_expr(self.mode in ("col", "dual"))` do in one kernel."""
-import textwrap
 
 import pytest
 

@@ -12,7 +12,7 @@ import copy
 import operator
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import libcst as cst
 
