@@ -208,6 +208,28 @@ def test_parse_trail_assertion_line_and_text():
     assert res.blocked == []
 
 
+def test_parse_trail_ends_at_the_failing_assertion_inside_a_d_step():
+    """The simulator finishes the d_step around a failing assertion (the next ops of the warp,
+    packed with it) and prints those steps and values; pan stopped at the assertion."""
+    trail = (
+        "  1:\tproc  0 (P0:1) m.pml:12 (state 1)\t[mb_p[0] = 1]\n"
+        "\t\tmb_p[0] = 1\n"
+        "spin: m.pml:27, Error: assertion violated\n"
+        "spin: text of failed assertion: assert(((a_1&42)==0))\n"
+        "  2:\tproc  1 (P1:1) m.pml:27 (state 4)\t[assert(((a_1&42)==0))]\n"
+        "  2:\tproc  1 (P1:1) m.pml:28 (state 5)\t[mb_p[0] = (mb_p[0]-1)]\n"
+        "\t\tmb_p[0] = 0\n"
+        "spin: trail ends after 2 steps\n"
+        "#processes: 2\n"
+        "2 processes created\n"
+    )
+    res = RunResult(status="error", error="assertion")
+    parse_trail(trail, res)
+    assert res.fail_line == 27
+    assert [(s.pid, s.line) for s in res.steps] == [(0, 12), (1, 27)]
+    assert [(d, name, v) for d, name, v in res.globals] == [(1, "mb_p[0]", "1")]
+
+
 # ---------------------------------------------------------------------------------------------
 # End to end on tiny hand-written models
 

@@ -380,13 +380,18 @@ def _install_problem(out: str) -> bool:
 
 
 def parse_trail(text: str, res: RunResult):
-    """Fill `steps`, `blocked` and `fail_line` from `spin -t -p -g -l` output."""
+    """Fill `steps`, `blocked` and `fail_line` from `spin -t -p -g -l` output.
+
+    The trail ends at the failing assertion: the simulator goes on with the rest of its d_step
+    (which may hold the next ops of the warp, `Lowering.pack_effects`) and prints those steps
+    and values too, but pan stopped at the assertion, so they are not part of the interleaving."""
     steps = []
     final = False
     blocked = []
     values = []
     depth = 0
     seen_failure = False
+    ended = False  # past the failing assertion's own step
     for line in text.splitlines():
         if line.startswith("#processes:"):
             final = True
@@ -394,7 +399,8 @@ def parse_trail(text: str, res: RunResult):
             continue
         g = GLOBAL_RE.match(line)
         if g:
-            values.append((depth, g.group(1), g.group(2)))
+            if not ended or final:
+                values.append((depth, g.group(1), g.group(2)))
             continue
         m = STEP_RE.match(line)
         if m:
@@ -406,8 +412,9 @@ def parse_trail(text: str, res: RunResult):
             if final:
                 if not valid:
                     blocked.append((proc, int(pline)))
-            else:
+            elif not ended:
                 steps.append(Step(depth, int(pid), proc, int(pline)))
+                ended = seen_failure and int(pline) == res.fail_line
             continue
         # The simulator keeps going inside a d_step and reports every later failing assert too:
         # only the first failure is the one pan found.
@@ -418,6 +425,8 @@ def parse_trail(text: str, res: RunResult):
         if m and not seen_failure:
             res.assertion = m.group(1).strip()
             seen_failure = True
+            # A simulator that printed the assertion's step first: the trail ends there.
+            ended = bool(steps) and steps[-1].line == res.fail_line
     res.steps = steps
     res.blocked = blocked
     res.globals = values
