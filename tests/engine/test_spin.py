@@ -187,13 +187,19 @@ def test_parse_trail_steps_globals_and_blocked_processes():
     assert res.fail_line is None
 
 
+# A step, then a failing assertion in process 1 at Promela line 27 (spin -t -p -g -l output).
+ASSERT_TRAIL_HEAD = (
+    "  1:\tproc  0 (P0:1) m.pml:12 (state 1)\t[mb_p[0] = 1]\n"
+    "\t\tmb_p[0] = 1\n"
+    "spin: m.pml:27, Error: assertion violated\n"
+    "spin: text of failed assertion: assert(((a_1&42)==0))\n"
+    "  2:\tproc  1 (P1:1) m.pml:27 (state 4)\t[assert(((a_1&42)==0))]\n"
+)
+
+
 def test_parse_trail_assertion_line_and_text():
     trail = (
-        "  1:\tproc  0 (P0:1) m.pml:12 (state 1)\t[mb_p[0] = 1]\n"
-        "\t\tmb_p[0] = 1\n"
-        "spin: m.pml:27, Error: assertion violated\n"
-        "spin: text of failed assertion: assert(((a_1&42)==0))\n"
-        "  2:\tproc  1 (P1:1) m.pml:27 (state 4)\t[assert(((a_1&42)==0))]\n"
+        ASSERT_TRAIL_HEAD +
         "spin: trail ends after 2 steps\n"
         "#processes: 2\n"
         "  2:\tproc  1 (P1:1) m.pml:28 (state 5) <valid end state>\n"
@@ -212,11 +218,7 @@ def test_parse_trail_ends_at_the_failing_assertion_inside_a_d_step():
     """The simulator finishes the d_step around a failing assertion (the next ops of the warp,
     packed with it) and prints those steps and values; pan stopped at the assertion."""
     trail = (
-        "  1:\tproc  0 (P0:1) m.pml:12 (state 1)\t[mb_p[0] = 1]\n"
-        "\t\tmb_p[0] = 1\n"
-        "spin: m.pml:27, Error: assertion violated\n"
-        "spin: text of failed assertion: assert(((a_1&42)==0))\n"
-        "  2:\tproc  1 (P1:1) m.pml:27 (state 4)\t[assert(((a_1&42)==0))]\n"
+        ASSERT_TRAIL_HEAD +
         "  2:\tproc  1 (P1:1) m.pml:28 (state 5)\t[mb_p[0] = (mb_p[0]-1)]\n"
         "\t\tmb_p[0] = 0\n"
         "spin: trail ends after 2 steps\n"

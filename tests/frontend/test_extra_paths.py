@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cutespin import ir
 from cutespin.config import Settings, settings_for_path
 from cutespin.frontend import build_models
 from cutespin.lsp.settings import parse_options
@@ -81,13 +82,19 @@ def test_with_the_extra_path_the_helper_is_inlined(site):
 
 
 def test_the_dsl_itself_is_never_taken_from_an_extra_path(site):
-    # A site-packages folder holds cutlass too: its sources must not replace the modeled library.
-    fake = site / "lib" / "cutlass"
-    fake.mkdir()
-    (fake / "__init__.py").write_text("")
-    (fake / "pipeline.py").write_text("def PipelineAsync():\n    return None\n")
+    # A site-packages folder holds cutlass too: its sources must not replace the modeled library
+    # (here a stand-in whose `mbarrier_arrive` does nothing would drop the producer's arrive).
+    arch = site / "lib" / "cutlass" / "cute"
+    arch.mkdir(parents=True)
+    for folder in (arch.parent, arch):
+        (folder / "__init__.py").write_text("")
+    (arch / "arch.py").write_text("def mbarrier_arrive(bar):\n    pass\n")
+    (site / "lib" / "helperpkg" / "sync.py").write_text(
+        "import cutlass.cute as cute\nfrom cutlass.cute.arch import mbarrier_arrive\n\n\n"
+        "@cute.jit\ndef publish(bar):\n    mbarrier_arrive(bar)\n")
     m = _model(site, [str(site / "lib")])
     assert not m.unmodeled
+    assert any(isinstance(op, ir.MbArrive) for p in m.processes for op in ir.walk(p.variants[0]))
     assert not any("cutlass" in Path(d).parts for d in m.deps)
 
 

@@ -33,15 +33,15 @@ def _results(path: Path):
     return [(kr.qualname, kr.verdict, [(f.code, f.span.line) for f in kr.findings]) for kr in fr.kernels]
 
 
-@pytest.fixture
-def tiny_words(monkeypatch):
+def _tiny_words(monkeypatch):
     """Words of three bits: a region of two agents (read and write bits) already spans two."""
     monkeypatch.setattr(promela, "MAX_BITS", 3)
     monkeypatch.setattr(promela, "WORD_MASK", 0b111)
     monkeypatch.setattr(promela, "MAX_WORDS", 64)
 
 
-def test_a_region_spans_words_when_its_agents_need_more_bits(tiny_words):
+def test_a_region_spans_words_when_its_agents_need_more_bits(monkeypatch):
+    _tiny_words(monkeypatch)
     path = next(p for p in SAMPLES if p.name == "dsmem_jacobi_ok.py")
     text = lower(build_models(path.read_text(), str(path), Settings())[0]).text
     assert any(f"unsigned a_{r}w1 : 3;" in text for r in range(64))
@@ -53,9 +53,7 @@ def test_samples_agree_with_words_of_three_bits(path, require_spin, monkeypatch)
     if not parse_expectations(path.read_text()):
         pytest.skip("no cutespin-expect line")
     expected = _results(path)
-    monkeypatch.setattr(promela, "MAX_BITS", 3)
-    monkeypatch.setattr(promela, "WORD_MASK", 0b111)
-    monkeypatch.setattr(promela, "MAX_WORDS", 64)
+    _tiny_words(monkeypatch)
     assert _results(path) == expected
 
 

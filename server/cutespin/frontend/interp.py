@@ -1921,10 +1921,12 @@ class KernelInterp:
         if name.startswith("pipeline.") or (name.startswith("arch.") and name not in PURE_ARCH):
             self.unmodeled(node, name.replace("arch.", "cute.arch.", 1), "synchronization primitive not modeled")
             return Unknown(f"result of {name}")
-        if "fragment" in name.rsplit(".", 1)[-1] and not self.uses_warpgroup_mma() and \
-                any(isinstance(v, Smem) and not v.tmem for v in args):
-            # `sm120_utils.partition_fragment_SFA(sSFA[...], thr_mma, tidx)`: a register fragment
-            # shaped like the buffer's partition (as `make_fragment_A` with warp-level MMAs).
+        if name.rsplit(".", 1)[-1].startswith(("partition_fragment", "make_fragment")) and \
+                not self.uses_warpgroup_mma() and any(isinstance(v, Smem) and not v.tmem for v in args):
+            # `sm120_utils.partition_fragment_SFA(sSFA[...], thr_mma, tidx)`: allocates a register
+            # fragment shaped like the buffer's partition and moves no data (as `make_fragment_A`
+            # with warp-level MMAs). Only these allocating names: another helper that takes a
+            # buffer may read it.
             return h_make_rmem(self, args, kwargs, node)
         if _view_name(name):
             for v in args:

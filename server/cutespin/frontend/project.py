@@ -28,9 +28,9 @@ MAX_MODULES = 48  # sibling modules one check may parse
 MAX_MODULE_CHARS = 256 * 1024  # larger sibling modules are not followed
 MAX_NAMESPACE_LEVELS = 2  # folders above the package root searched for namespace packages
 LIBRARY_PIPELINE_PREFIXES = ("cutlass.pipeline.", "cutlass.utils.pipeline.")
-# Top-level packages of the DSL: found in an extra path (a site-packages folder), their sources
-# would replace the handlers that model them.
-LIBRARY_PACKAGES = ("cutlass", "cuda")
+# Top-level packages of the DSL and its runtime: modeled by name, never by their sources (which an
+# extra path, a site-packages folder, also holds).
+LIBRARY_PACKAGES = ("cutlass", "cute", "cuda")
 
 
 def package_root(path: Path) -> tuple:
@@ -161,8 +161,6 @@ class Project:
         if not dotted or any(not p.isidentifier() for p in parts):
             return None
         for root in self.search_roots():
-            if root in self.extra_roots and parts[0] in LIBRARY_PACKAGES:
-                continue  # the DSL itself is modeled by name, never by its installed sources
             base = root.joinpath(*parts)
             for cand in (base.with_suffix(".py"), base / "__init__.py"):
                 if cand.is_file():
@@ -219,7 +217,7 @@ class Project:
         return self._resolve(qualname, _seen)
 
     def _resolve(self, qualname: str, _seen: set):
-        if not qualname or qualname.startswith(".") or qualname.split(".")[0] in ("cutlass", "cute"):
+        if not qualname or qualname.startswith(".") or qualname.split(".")[0] in LIBRARY_PACKAGES:
             return None
         seen = _seen
         if qualname in seen or len(seen) > 32:
