@@ -24,7 +24,7 @@ from .values import _flatten as _flat
 from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, ClassRef, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LambdaRef,
     LaneVal, Layout, LibraryCreate, ModuleRef, NamedBarrierObj, PartialRef, Record, Rmem, SelfObj, Smem, Storage,
-    SuperRef, TmaAtom, TmaInfo, TmemAllocatorObj, CtaGroupOp, TryWaitResult, Unknown, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET,
+    SuperRef, TensorMapManagerObj, TmaAtom, TmaInfo, TmemAllocatorObj, CtaGroupOp, TryWaitResult, Unknown, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET,
 )
 
 MBARRIER_MAX = (1 << 20) - 1
@@ -327,8 +327,11 @@ DEFAULT_STAGES = 2  # a stage count that does not fold: the smallest ring that s
 
 def is_stage_count_name(name: str) -> bool:
     """`num_ab_stage`, `acc_stages`, `sched_stage`: a stage count; not `a_smem_layout_staged`
-    (a layout) nor `bytes_per_stage` (a size)."""
+    (a layout) nor `bytes_per_stage` (a size). Ring lengths named by buffers count too:
+    `NUM_SMEM_BUFFERS`, `num_acc_bufs`; not `buffer_bytes` nor `smem_buffers` (the buffers)."""
     low = name.lower()
+    if low.startswith("num_") and low.endswith(("buffers", "bufs")):
+        return True
     return low.endswith(("stage", "stages")) and "per_stage" not in low
 
 
@@ -2015,6 +2018,8 @@ class KernelInterp:
             return self.named_barrier_method(base, meth, node)
         if isinstance(base, TmemAllocatorObj):
             return tmem_allocator_method(self, base, meth, args, kwargs, node)
+        if isinstance(base, TensorMapManagerObj):
+            return tensormap_manager_method(self, base, meth, args, kwargs, node)
         if isinstance(base, Layout) and meth in ("get_flat_coord", "get_hier_coord") and args and _is_int(args[0]):
             c = base.coord(int(args[0]))
             return c if c is not None else Unknown("coordinate in a strided layout")
@@ -3491,6 +3496,116 @@ def tmem_allocator_method(it, t: TmemAllocatorObj, meth, args, kwargs, node):
     return Unknown("TMEM")
 
 
+# TMA descriptors written in the kernel (grouped GEMMs). The writes and copies of the descriptor
+# bytes are modeled as accesses of the buffers that hold them; the TMA unit's reads of a
+# descriptor (the tensormap proxy) are not, so their fences only order what is not modeled.
+TENSORMAP_PROXY = ("TMA descriptors updated in the kernel are fenced (tensormap proxy) before TMA uses them: the "
+                   "descriptor writes are modeled as accesses, the TMA unit's reads of them are not")
+
+
+def h_tensormap_manager(it, args, kwargs, node):
+    """`utils.TensorMapManager(utils.TensorMapUpdateMode.SMEM, 128)`: the update mode decides
+    where descriptors are edited (a copy in shared memory, or global memory directly)."""
+    text = it.code(node.args[0].value) if isinstance(node, cst.Call) and node.args else ""
+    return TensorMapManagerObj(True if text.endswith(".SMEM") else False if text.endswith(".GMEM") else None)
+
+
+def _on_warp(it, warp, node, what: str) -> bool:
+    """Whether this warp is the one `warp` names (an int, or a uniform flag such as quack's
+    `is_manager_warp`); a warp that did not fold is unmodeled."""
+    if isinstance(warp, bool):
+        return warp
+    if _is_int(warp):
+        return it.ctx.warp == warp
+    it.unmodeled(node, what, "the warp that performs it is not known")
+    return False
+
+
+def _elected(it, fn) -> None:
+    """Run `fn` on the lowest active lane only (`with elect_one():`)."""
+    saved = it.mask
+    it.mask = _lowest(it.mask)
+    if it.mask:
+        it.elected_lanes.add(it.mask.bit_length() - 1)
+        fn()
+    it.mask = saved
+
+
+def _descriptor_access(it, ptr, write: bool, node) -> None:
+    if isinstance(ptr, (Smem, Gmem)):
+        it.access(ptr, write, node)
+
+
+def tensormap_manager_method(it, t: TensorMapManagerObj, meth, args, kwargs, node):
+    """The library's methods, as cutlass.utils.TensorMapManager performs them."""
+    it.registry.assume(TENSORMAP_PROXY)
+    if meth == "get_tensormap_ptr":
+        return _kw(args, kwargs, 0, "ptr")
+    if meth == "fence_tensormap_update":
+        return None  # fence.proxy.tensormap acquire: orders the TMA unit's reads (not modeled)
+    if meth == "fence_tensormap_initialization":
+        if t.smem is False:
+            _h_fence_acq_rel("cta")(it, [], {}, node)
+        return None
+    if meth == "init_tensormap_from_atom":
+        ptr, warp = _kw(args, kwargs, 1, "dst_ptr"), _kw(args, kwargs, 2, "warp_id")
+        if _on_warp(it, warp, node, "TensorMapManager.init_tensormap_from_atom"):
+            _elected(it, lambda: _descriptor_access(it, ptr, True, node))
+        h_sync_warp(it, [], {}, node)
+        return None
+    if meth == "update_tensormap":
+        if t.smem is None:
+            it.unmodeled(node, "TensorMapManager.update_tensormap", "the tensor map update mode is not known")
+            return None
+        gmem_ptrs, warp = _kw(args, kwargs, 2, "tensormap_gmem_ptr"), _kw(args, kwargs, 3, "warp_id")
+        smem_ptrs = _kw(args, kwargs, 4, "tensormap_smem_ptr")
+        if not _on_warp(it, warp, node, "TensorMapManager.update_tensormap"):
+            return None
+        ptrs = list(gmem_ptrs) if isinstance(gmem_ptrs, tuple) else [gmem_ptrs]
+        sptrs = list(smem_ptrs) if isinstance(smem_ptrs, tuple) else [smem_ptrs]
+        if t.smem:
+            for sp in sptrs:
+                _descriptor_access(it, sp, True, node)
+        _elected(it, lambda: (h_bulk_commit(it, [], {}, node), it.emit(ir.BulkWait(it.span(node), 0, True))))
+        h_sync_warp(it, [], {}, node)
+        if t.smem:
+            for gp, sp in zip(ptrs, sptrs):  # tensormap.cp_fenceproxy: shared copy -> global
+                _descriptor_access(it, sp, False, node)
+                _descriptor_access(it, gp, True, node)
+        else:
+            for gp in ptrs:
+                _descriptor_access(it, gp, True, node)
+            h_sync_warp(it, [], {}, node)
+        return None
+    it.unmodeled(node, f"TensorMapManager.{meth}", "method not modeled")
+    return Unknown(f"result of TensorMapManager.{meth}")
+
+
+def h_copy_tensormap(it, args, kwargs, node):
+    """`cpasync.copy_tensormap(atom, dst_ptr)`: the atom's descriptor written to `dst_ptr`."""
+    it.registry.assume(TENSORMAP_PROXY)
+    _descriptor_access(it, _kw(args, kwargs, 1, "tensormap_ptr"), True, node)
+
+
+def h_update_tma_descriptor(it, args, kwargs, node):
+    """`cpasync.update_tma_descriptor(atom, tensor, desc_ptr)`: the descriptor edited in place."""
+    it.registry.assume(TENSORMAP_PROXY)
+    _descriptor_access(it, _kw(args, kwargs, 2, "tma_desc_ptr"), True, node)
+
+
+def h_cp_fence_tma_desc_release(it, args, kwargs, node):
+    """`cpasync.cp_fence_tma_desc_release(gmem_ptr, smem_ptr)`: the shared copy read, the global
+    one written (tensormap.cp_fenceproxy)."""
+    it.registry.assume(TENSORMAP_PROXY)
+    _descriptor_access(it, _kw(args, kwargs, 1, "tma_desc_smem_ptr"), False, node)
+    _descriptor_access(it, _kw(args, kwargs, 0, "tma_desc_global_ptr"), True, node)
+
+
+def h_tma_desc_fence(it, args, kwargs, node):
+    """`fence_tma_desc_acquire(ptr)` / `fence_tma_desc_release()`: tensormap-proxy fences."""
+    it.registry.assume(TENSORMAP_PROXY)
+
+
 def _cluster_ranks(it, mask: int) -> list:
     return [r for r in range(it.ctx.cluster) if mask >> r & 1]
 
@@ -3901,6 +4016,12 @@ CALLS: dict = {
     "cute.make_fragment": h_make_rmem, "cute.make_fragment_like": h_make_rmem,
     "arch.griddepcontrol_wait": h_griddepcontrol, "arch.griddepcontrol_launch_dependents": h_griddepcontrol,
     "utils.TmemAllocator": h_tmem_allocator, "memory.TmemAllocator": h_tmem_allocator,
+    "utils.TensorMapManager": h_tensormap_manager,
+    "cute.nvgpu.cpasync.copy_tensormap": h_copy_tensormap,
+    "cute.nvgpu.cpasync.update_tma_descriptor": h_update_tma_descriptor,
+    "cute.nvgpu.cpasync.cp_fence_tma_desc_release": h_cp_fence_tma_desc_release,
+    "cute.nvgpu.cpasync.fence_tma_desc_acquire": h_tma_desc_fence,
+    "cute.nvgpu.cpasync.fence_tma_desc_release": h_tma_desc_fence,
     "arch.alloc_smem": h_alloc_smem, "arch.get_dyn_smem": h_alloc_smem,
     "cute.copy": h_copy, "cute.autovec_copy": h_autovec_copy, "cute.basic_copy": h_autovec_copy,
     "cute.gemm": h_gemm, "cute.nvgpu.warpgroup.fence": h_wgmma_fence,

@@ -175,6 +175,15 @@ class TmemAllocatorObj:
 
 
 @dataclass(frozen=True)
+class TensorMapManagerObj:
+    """`utils.TensorMapManager(mode, bytes)`: one warp writes TMA descriptors (tensor maps) into
+    shared or global memory and copies them out; `smem` is True in SMEM update mode, False in
+    GMEM mode, None when the mode did not fold."""
+
+    smem: Any
+
+
+@dataclass(frozen=True)
 class NamedBarrierObj:
     barrier_id: Any
     threads: Any
