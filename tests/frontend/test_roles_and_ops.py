@@ -713,3 +713,28 @@ def test_a_matrix_with_unknown_strides_is_not_split():
     names = {o.region.name for p in model(src).processes for o in ir.walk(p.variants[0]) if isinstance(o, ir.Access)
              and o.region.name.startswith("sSeg")}
     assert names == {"sSeg (CTA 0)"}
+
+
+def test_buffer_counts_are_stage_counts_so_their_parity_folds():
+    # dist-moe: `buf, phase = accum % NUM_SMEM_BUFFERS, (accum // NUM_SMEM_BUFFERS) & 1` with
+    # the count from a config the front end cannot fold.
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+full = smem.allocate_array(cutlass.Int64, num_elems=self.NUM_SMEM_BUFFERS)
+if cute.arch.warp_idx() == 0:
+    cute.arch.mbarrier_init(full, 1)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+for k in cutlass.range(3, unroll=1):
+    buf = k % self.NUM_SMEM_BUFFERS
+    phase = (k // self.NUM_SMEM_BUFFERS) & 1
+    if cute.arch.warp_idx() == 0:
+        cute.arch.mbarrier_arrive(full + buf)
+    cute.arch.mbarrier_wait(full + buf, phase)
+""", init="self.NUM_SMEM_BUFFERS = config['NUM_SMEM_BUFFERS']\n").replace(
+        "def __init__(self):", "def __init__(self, config):")
+    m = model(src)
+    assert not m.unmodeled
+    assert any("self.NUM_SMEM_BUFFERS not foldable: assumed 2 stages" in a for a in m.assumptions)
+    waits = [o for o in ops(m, 1) if isinstance(o, ir.MbWait)]
+    assert [w.parity for w in waits] == [0, 0, 1]
