@@ -300,6 +300,32 @@ def _param_default(param: cst.Param, ann: str, name: str):
     return Unknown(f"host argument {name}")
 
 
+def _keep_folded_attributes(self_obj: Optional[SelfObj], folded: dict) -> None:
+    """The launcher re-runs setup methods (`self._setup_attributes()`): an attribute it leaves
+    unknown without a term keeps what `_fold_self` found, a folded value or a host value's term
+    (so that `subtile == self.iter_release` stays a uniform condition, P14)."""
+    if self_obj is None:
+        return
+    for attr, val in list(self_obj.attrs.items()):
+        prev = folded.get(attr)
+        if isinstance(val, Unknown) and val.key is None and prev is not None and \
+                not (isinstance(prev, Unknown) and prev.key is None):
+            self_obj.attrs[attr] = prev
+
+
+def _one_cta_tiled_mmas(site: KernelSite, info: ModuleInfo, params: dict, assumptions: list) -> None:
+    """A `cute.TiledMma` argument whose CTA group did not fold (`self.cta_group`, chosen on the host
+    from the tile shape) is a 1-CTA MMA in a modeled 1-CTA cluster: a cta_group::2 MMA needs a
+    pair of CTAs. So `tiled_mma.thr_id` has size 1 and `bidx % size(thr_id) == 0` (the pair
+    leader test) holds."""
+    for p in site.node.params.params:
+        n = p.name.value
+        v = params.get(n)
+        if "TiledMma" in _annotation_text(p, info) and isinstance(v, Unknown) and not isinstance(v, CtaGroupOp):
+            params[n] = _uniform_argument(n, CtaGroupOp("tiled MMA", ctas=1))
+            assumptions.append(f"the CTA group of {n} is not known: a 1-CTA MMA, as the modeled cluster has one CTA")
+
+
 def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> KernelEnv:
     methods = class_methods(site.cls)
     pins = {**settings.kernel_pins.get(site.qualname, {}), **site.pins}
@@ -330,10 +356,12 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
                 continue
             hit, pv = _pin_matches(n, pins, defaulted)
             it.env[n] = pv if hit else _param_default(p, _annotation_text(p, info), n)
+        folded = dict(self_obj.attrs) if self_obj is not None else {}
         try:
             it.exec_block(host.body)
         except (I.Unsupported, I._Return, RecursionError):
             pass
+        _keep_folded_attributes(self_obj, folded)
         _default_cluster_extents(self_obj, pins, defaulted)
         host_env = it.env
         kw = {a.keyword.value: a.value for a in launch.launch.args if a.keyword is not None}
@@ -395,6 +423,8 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
     if not isinstance(cluster, int) or cluster < 1:
         cluster = 1
         assumptions.append("cluster size not foldable: assumed 1 (pin it with `# cutespin: cluster=N`)")
+    if cluster == 1:
+        _one_cta_tiled_mmas(site, info, params, assumptions)
     if not isinstance(threads, int):
         threads = None
     stages = pins.get("stages")

@@ -3367,9 +3367,23 @@ def _tmem_holder_read(it, holder, node, what):
     return _tmem_buffer(it)
 
 
+def _two_cta(it, value):
+    """`is_two_cta=` of a TMEM allocation: True or False; one that did not fold is False in a
+    modeled 1-CTA cluster (a 2-CTA pair needs two CTAs; the cluster assumption is stated) and
+    None (unknown) in a larger one."""
+    if isinstance(value, bool):
+        return value
+    if it.ctx.cluster == 1:
+        it.registry.assume("is_two_cta not known: a 1-CTA allocation, as the modeled cluster has one CTA")
+        return False
+    return None
+
+
 def h_alloc_tmem(it, args, kwargs, node):
-    if kwargs.get("is_two_cta") is True:
-        it.unmodeled(node, "cute.arch.alloc_tmem(is_two_cta=True)", "2-CTA TMEM allocation is not modeled")
+    two = _two_cta(it, kwargs.get("is_two_cta", False))
+    if two is not False:
+        it.unmodeled(node, "cute.arch.alloc_tmem(is_two_cta=True)" if two else "cute.arch.alloc_tmem",
+                     "2-CTA TMEM allocation is not modeled" if two else "is_two_cta is not known")
         return None
     _tmem_holder_write(it, _kw(args, kwargs, 1, "smem_ptr_to_write_address"), node, "cute.arch.alloc_tmem")
     return None
@@ -3432,7 +3446,7 @@ def h_tmem_allocator(it, args, kwargs, node):
     the constructor initialises the dealloc mbarrier (count 32) on the allocator warp's elected
     lane, then every thread runs mbarrier_init_fence() (cute-sync-api.md §10)."""
     holder = _kw(args, kwargs, 0, "alloc_result_dst_smem_ptr")
-    warp, two = kwargs.get("allocator_warp_id", 0), kwargs.get("is_two_cta", False)
+    warp, two = kwargs.get("allocator_warp_id", 0), _two_cta(it, kwargs.get("is_two_cta", False))
     line = it.span(node).line
     if holder is None:  # auto-allocated in the reserved SMEM partition
         holder = Smem(alloc=f"reserved@{line}.tmem_holder", label="tmem_holding_buf", cta=it.ctx.cta)
@@ -3796,6 +3810,11 @@ def h_size(it, args, kwargs, node):
         it.registry.assume(f"line {it.span(node).line}: mode {mode[0]} of shared-memory buffer "
                            f"{x.label} is its stage mode ({stages} stages)")
         return stages
+    if isinstance(x, Unknown) and x.key is not None and (mode is None or isinstance(mode, (list, tuple)) and all(
+            _is_int(m) for m in mode)):
+        # The size of a uniform value (a kernel argument's shape) is uniform: the same term at every
+        # site, so `bidx % cute.size(tiled_mma.thr_id.shape) == 0` is one condition in all warps.
+        return Unknown("size of a runtime value", key=_combine("size", str(list(mode or [])), x.key))
     return Unknown("size of a runtime or layout-algebra value")
 
 
