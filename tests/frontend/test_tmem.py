@@ -283,3 +283,30 @@ tm.allocate(256)
 """)
     k = build_models(src, "k.py", Settings())[0]
     assert [u for u in k.unmodeled if u.construct == "TmemAllocator.allocate"]
+
+
+def _allocator_with_unknown_pair_flag(cluster=None):
+    from ..kernels import kernel_source
+    return kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+holder = smem.allocate_array(cutlass.Int32, 1)
+tm = cutlass.utils.TmemAllocator(holder, barrier_for_retrieve=pipeline.NamedBarrier(barrier_id=1, num_threads=64),
+                         is_two_cta=self.use_2cta_instrs)
+tm.allocate(256)
+tm.wait_for_alloc()
+ptr = tm.retrieve_ptr(cutlass.Float32)
+""", init="self.use_2cta_instrs = mma_tiler_from_host()[0] == 256", cluster=cluster, grid="(2, 1, 1)")
+
+
+def test_an_unknown_pair_flag_is_a_one_cta_allocation_in_a_one_cta_cluster():
+    k = build_models(_allocator_with_unknown_pair_flag(), "k.py", Settings())[0]
+    assert not k.unmodeled, k.unmodeled
+    assert any("is_two_cta not known: a 1-CTA allocation" in a for a in k.assumptions)
+    # The allocator warp writes the address word, then reads it back after the barrier.
+    w0 = [(op.region.name, op.write) for op in ir.walk(k.processes[0].variants[-1]) if isinstance(op, ir.Access)]
+    assert w0 == [("holder (CTA 0)", True), ("holder (CTA 0)", False)]
+
+
+def test_an_unknown_pair_flag_in_a_larger_cluster_stays_unmodeled():
+    k = build_models(_allocator_with_unknown_pair_flag(cluster="(2, 1, 1)"), "k.py", Settings())[0]
+    assert {(u.construct, u.why) for u in k.unmodeled} >= {("TmemAllocator.allocate", "is_two_cta is not known")}

@@ -9,6 +9,7 @@ import textwrap
 from cutespin import ir
 from cutespin.config import Settings
 from cutespin.frontend import build_models
+from tests.kernels import kernel_source
 
 TEMPLATE = """\
 import cutlass
@@ -311,3 +312,51 @@ def test_a_tensor_resliced_on_one_side_of_a_uniform_branch_keeps_uniform_shapes(
         """)
     first, second = shared_ids(m, 0), shared_ids(m, 1)
     assert first == second and len(first) == 2 and None not in first
+
+
+def test_pair_leader_test_on_a_tiled_mma_argument_holds_in_a_one_cta_cluster():
+    # `bidx % cute.size(tiled_mma.thr_id.shape) == 0` with a tiled MMA whose CTA group is chosen
+    # on the host: in the modeled 1-CTA cluster the MMA is a 1-CTA one, so every CTA leads.
+    src = kernel_source("""\
+bidx, _, _ = cute.arch.block_idx()
+is_leader_cta = bidx % cute.size(tiled_mma.thr_id.shape) == 0
+if is_leader_cta:
+    cute.arch.sync_threads()
+""").replace("def kernel(self, mA: cute.Tensor)", "def kernel(self, mA: cute.Tensor, tiled_mma: cute.TiledMma)")
+    src = src.replace("self.kernel(mA).launch(", "self.kernel(mA, make_tiled_mma_on_host()).launch(")
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled
+    assert any("the CTA group of tiled_mma is not known: a 1-CTA MMA" in a for a in m.assumptions)
+    ops = list(ir.walk(m.processes[0].variants[-1]))
+    assert not [o for o in ops if isinstance(o, ir.Choice)]
+    assert [o for o in ops if isinstance(o, ir.NamedBarrier)]
+
+
+def test_sizes_of_one_uniform_value_are_one_condition_in_every_warp():
+    src = kernel_source("""\
+n = cute.size(mA.shape, mode=[1])
+if n > 4:
+    cute.arch.sync_threads()
+""")
+    m = build_models(src, "k.py", Settings())[0]
+    choices = [o for p in m.processes for o in ir.walk(p.variants[-1]) if isinstance(o, ir.Choice)]
+    assert len(choices) == 2 and all(c.shared is not None for c in choices)
+    assert len({c.shared for c in choices}) == 1
+
+
+def test_host_attributes_the_launcher_recomputes_keep_their_uniform_term():
+    # The launcher calls the setup method again; what it recomputes from values that do not fold
+    # is still the host value _fold_self found (a uniform term), not a fresh unknown.
+    src = kernel_source("""\
+for i in cutlass.range_constexpr(2):
+    if i == self.release_at:
+        cute.arch.sync_threads()
+""", extra_class='''
+def _setup(self):
+    self.tile = (tile_from_host(), 4)
+    self.release_at = self.tile[0] // 64
+''')
+    src = src.replace("        self.kernel(mA).launch(", "        self._setup()\n        self.kernel(mA).launch(")
+    m = build_models(src, "k.py", Settings())[0]
+    choices = [o for p in m.processes for o in ir.walk(p.variants[-1]) if isinstance(o, ir.Choice)]
+    assert choices and all(c.shared is not None or c.enum is not None for c in choices)
