@@ -10,6 +10,7 @@ import textwrap
 from cutespin import ir
 from cutespin.config import Settings
 from cutespin.frontend import build_models
+from cutespin.frontend.interp import enum_parts
 
 from ..kernels import kernel_source
 
@@ -249,3 +250,53 @@ def test_a_buffer_index_chosen_by_a_host_select_is_a_configuration():
     names = {tuple(o.region.name for o in ir.walk(v) if isinstance(o, ir.Access)) for v in p1.variants}
     assert len(names) == 2 and all("stage" in n[0] for n in names), names
     assert any("sRed[None, slot]" in a and "selects a buffer index" in a for a in m.assumptions)
+
+
+def test_comparisons_of_one_value_with_constants_split_into_that_values_choices():
+    # `mode == 1` and `mode == 2` both advancing: three configurations (mode 1, mode 2, any other
+    # mode), never one where both hold.
+    m = build("""\
+        if warp_idx == 0:
+            st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+            if self.mode == 1:
+                st.advance()
+            if self.mode == 2:
+                st.advance()
+                st.advance()
+            pipe.producer_acquire(st)
+        """)
+    assert not state_unmodeled(m), m.unmodeled
+    assert sorted(tuple(sorted(c.conds.values())) for c in m.configs) == [
+        (False, False), (False, True), (False, True)]
+    p0 = next(p for p in m.processes if p.warp == 0)
+    # The acquire after the branches: 0, 1 or 2 advances, i.e. stage 0, 1 or 0 (second lap).
+    assert sorted(waits(v)[-1] for v in p0.variants) == [
+        ("pipe.empty[0]", 0), ("pipe.empty[0]", 1), ("pipe.empty[1]", 1)]
+
+
+def test_a_value_compared_with_a_runtime_loops_index_is_one_of_its_indices():
+    # The early release of the CUTLASS block-scaled GEMM epilogue: `if subtile_idx ==
+    # self.release_at` in every trip. Each configuration releases exactly once, in the trip the
+    # value names; none skips it (that would be a host configuration error, stated).
+    m = build("""\
+        if warp_idx == 1:
+            st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+            pipe.consumer_wait(st)
+            for subtile_idx in cutlass.range(mA.shape[1]):
+                if subtile_idx == self.release_at:
+                    pipe.consumer_release(st)
+                    st.advance()
+            pipe.consumer_wait(st)
+        """)
+    assert not state_unmodeled(m), m.unmodeled
+    assert any("compared with the index of the runtime loop over `mA.shape[1]`" in a for a in m.assumptions)
+    p1 = next(p for p in m.processes if p.warp == 1)
+    chosen = set()
+    for c, v in zip(m.configs, p1.variants):
+        [released_in] = [enum_parts(k[1])[1] for k, held in c.conds.items() if held]
+        assert max(released_in) < c.trips["mA.shape[1]"], c.describe()
+        chosen.add((c.trips["mA.shape[1]"], *released_in))
+        assert waits(v) == [("pipe.full", 0), ("pipe.full[1]", 0)], c.describe()
+    # Every trip of every trip count, and nothing else.
+    trips = {c.trips["mA.shape[1]"] for c in m.configs}
+    assert chosen == {(n, i) for n in trips for i in range(n)}

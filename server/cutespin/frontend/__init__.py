@@ -1214,37 +1214,80 @@ def _entry_decided(key, registry) -> bool:
     return key in registry.entry_terms or I._negate(key) in registry.entry_terms
 
 
-def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_config):
+def _split_dimensions(used: list, c: ir.TripConfig, registry, bound: int) -> list:
+    """The ways the fixed conditions `used` can hold together in base configuration `c`: a list
+    of dimensions, each a list of {condition: value} choices. A condition on its own is a
+    dimension of True and False. Conditions that compare one uniform value with constants
+    (`subtile == self.release_at` in every trip of a loop, `mode == 1`, `mode in (2, 3)`) form one
+    dimension over the value instead: each constant named, and one value none of them is (P14:
+    one value per CTA; the conditions never contradict each other). A value compared with the
+    index of a runtime loop is taken to be one of the loop's indices in this configuration
+    (stated by the caller), so there is no "none of them"."""
+    groups: dict = {}
+    dims = []
+    for k in used:
+        parts = I.enum_parts(k[1])
+        if parts is None:
+            dims.append([{k: True}, {k: False}])
+        else:
+            groups.setdefault((k[0], parts[0]), []).append((k, parts[1], parts[2]))
+    for gk, members in groups.items():
+        named = sorted({v for _, consts, _ in members for v in consts}, key=repr)
+        loop = registry.index_terms.get(gk)
+        if loop is not None:
+            values = list(range(c.trips.get(loop, bound)))
+        else:
+            values = named + [_OTHER]
+        dims.append([{k: (v in consts) == positive for k, consts, positive in members} for v in values])
+    return dims
+
+
+_OTHER = object()  # a value of a uniform term that none of the compared constants is
+
+
+def _dimensions_size(dims: list) -> int:
+    n = 1
+    for d in dims:
+        n *= len(d)
+    return n
+
+
+def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_config, bound):
     """CTA-uniform runtime conditions whose sides advance a pipeline state differently (`if
     has_x: state.advance()`, `if block_count > 0: <loop advancing the state>`): after such a
     branch the state is not known, so instead each value of the condition becomes a
     configuration of its own, interpreted separately like a trip count, in which the branch runs
     like a folded one. The model chooses one configuration for the whole launch, so every warp
     of the CTA sees the same value (policy P14: a uniform term has one value per CTA); the
-    configurations together cover every value. Conditions found while interpreting a fixed
-    one's side are added in later rounds; those past MAX_SPLIT_CONFIGS stay unknown (their
-    states' uses are unmodeled)."""
+    configurations together cover every value (`_split_dimensions`). Conditions found while
+    interpreting a fixed one's side are added in later rounds; those past MAX_SPLIT_CONFIGS stay
+    unknown (their states' uses are unmodeled)."""
     used: list = []
     base = configs
     good = (configs, runs, dict(registry.unmodeled), [])  # the last complete set of runs
+
+    def total(keys) -> int:
+        return sum(_dimensions_size(_split_dimensions(keys, c, registry, bound)) for c in base)
+
     for _ in range(MAX_SPLIT_ROUNDS):
         # A loop's entry test found later in the same run is decided, not a configuration.
         new = [k for k in splits if k not in used and not _entry_decided(k[1], registry)]
         take = []
-        while new and len(base) * 2 ** (len(used) + len(take) + 1) <= MAX_SPLIT_CONFIGS:
+        while new and total(used + take + new[:1]) <= MAX_SPLIT_CONFIGS:
             take.append(new.pop(0))
         if not take:
             break
         used += take
         configs = []
         for c in base:
-            for values in itertools.product((True, False), repeat=len(used)):
+            for choice in itertools.product(*_split_dimensions(used, c, registry, bound)):
                 conds = dict(c.conds)
                 labels = list(c.cond_labels)
-                for k, v in zip(used, values):
+                for part in choice:
+                    conds.update(part)
+                for k in used:
                     line, text = splits[k]
-                    conds[k] = v
-                    labels.append(f"{'CTA %d: ' % k[0] if k[0] else ''}`{text}` (line {line}) = {v}")
+                    labels.append(f"{'CTA %d: ' % k[0] if k[0] else ''}`{text}` (line {line}) = {conds[k]}")
                 configs.append(ir.TripConfig(dict(c.trips), conds, tuple(labels)))
         # The earlier runs' uses of the states these branches left unknown are not unmodeled.
         registry.unmodeled.clear()
@@ -1266,6 +1309,10 @@ def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_c
         registry.assume(f"the runtime condition `{text}` (line {line}) is the same for every thread of the CTA "
                         f"(P14): its sides advance a pipeline state differently or it selects a buffer index, "
                         f"so each value is checked as a configuration of its own")
+    for (cta, term), loop in registry.index_terms.items():
+        if any(k[0] == cta and (I.enum_parts(k[1]) or (None,))[0] == term for k in used):
+            registry.assume(f"a uniform value compared with the index of the runtime loop over `{loop}` is one of "
+                            f"the loop's indices (a value past the loop would skip the branch in every trip)")
     return configs, runs
 
 
@@ -1375,7 +1422,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         runs = [first] if configs == [ir.TripConfig({})] and not decided else \
             [run_all(c.trips, {}, ctas) for c in configs]
         configs, runs = _split_uniform_conditions(configs, runs, splits, registry, unmodeled0,
-                                                  lambda c: run_all(c.trips, {}, ctas, c.conds))
+                                                  lambda c: run_all(c.trips, {}, ctas, c.conds), bound)
     except I.Unsupported:
         return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
 

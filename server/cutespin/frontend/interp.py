@@ -499,6 +499,8 @@ class KernelInterp:
         self.depth = 0
         self.active_helpers: list = []  # function nodes being inlined, outermost first
         self.summarized_loops: set = set()  # long memory-only loops checked as one trip
+        self.runtime_indices: dict = {}  # loop variable -> bound text, inside runtime loops
+        self.runtime_loop_text: Optional[str] = None  # set by loop_values for a runtime bound
         self.call_sites: list = []  # lines of the helper calls being interpreted (innermost last)
         self.const_stack: set = set()  # sibling-module constants being evaluated
         self.work_calls: dict = {}  # tile-scheduler call site -> calls so far (WORK_TILE_METHODS)
@@ -966,6 +968,7 @@ class KernelInterp:
             return list(vals)
         text = self.code(bound_node)
         trips = self.trip(text, node)
+        self.runtime_loop_text = text
         first = start if _is_int(start) else 0
         st = step if _is_int(step) and step else 1
         if _positive_stride(step) is not None:
@@ -1039,12 +1042,24 @@ class KernelInterp:
         return self.ctx.trips.get(text, self.ctx.trip_bound)
 
     def exec_for(self, stmt: cst.For):
-        for v in self.iteration_values(stmt.iter, stmt):
-            if self.mask == 0:
-                break
-            self.assign(stmt.target, v, stmt)
-            if not self.loop_body(stmt.body):
-                break
+        self.runtime_loop_text = None
+        values = self.iteration_values(stmt.iter, stmt)
+        index = stmt.target.value if isinstance(stmt.target, cst.Name) else None
+        outer = self.runtime_indices.pop(index, None) if index is not None else None
+        if index is not None and self.runtime_loop_text is not None:
+            self.runtime_indices[index] = self.runtime_loop_text
+        try:
+            for v in values:
+                if self.mask == 0:
+                    break
+                self.assign(stmt.target, v, stmt)
+                if not self.loop_body(stmt.body):
+                    break
+        finally:
+            if index is not None:
+                self.runtime_indices.pop(index, None)
+                if outer is not None:
+                    self.runtime_indices[index] = outer
         if stmt in self.summarized_loops:
             # One trip stood for all of them: what the loop computes (`cnt += 1`) is not known.
             for name in _local_names(stmt)[1]:
@@ -1684,14 +1699,29 @@ class KernelInterp:
     def eval_Comparison(self, node):
         result = True
         left = self.eval(node.left)
+        left_node = node.left
         for comp in node.comparisons:
             right = self.eval(comp.comparator)
             r = self.compare(comp.operator, left, right)
+            if isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
+                self.note_index_comparison(left_node, right)
+                self.note_index_comparison(comp.comparator, left)
+            left_node = comp.comparator
             if isinstance(r, FlagRead) or isinstance(left, FlagRead):
                 return Unknown("flag comparison")
             result = self.logic_and(result, r)
             left = right
         return result
+
+    def note_index_comparison(self, index_node, other) -> None:
+        """`subtile_idx == self.release_at` with `subtile_idx` the index of a runtime loop and the
+        other side a uniform value: remember the value's term (Registry.index_terms)."""
+        if isinstance(index_node, cst.Name) and index_node.value in self.runtime_indices and \
+                isinstance(other, Unknown) and other.key is not None and not isinstance(other, LaneVal):
+            try:
+                self.registry.index_terms.setdefault((self.ctx.cta, other.key), self.runtime_indices[index_node.value])
+            except TypeError:  # an unhashable term
+                pass
 
     def compare(self, op_node, a, b):
         if isinstance(op_node, (cst.In, cst.NotIn)):
@@ -2715,6 +2745,10 @@ class Registry:
         self.loop_facts: list = []
         # Bounds of loops with a runtime step: their names keep their value (see eval_Name).
         self.strided_bounds: set = set()
+        # Uniform values compared for equality with the index of a runtime loop (`if subtile_idx
+        # == self.release_at:` in every trip): (cta, term) -> the loop's bound text. Such a value
+        # is taken to be one of the loop's indices when it splits configurations.
+        self.index_terms: dict = {}
 
     def shared_condition(self, cta: int, key, line: int) -> int:
         """The number of a CTA-uniform condition value, the same for every warp and site that
@@ -2726,25 +2760,19 @@ class Registry:
         return n
 
     def enum_condition(self, cta: int, key) -> Optional[tuple]:
-        """For a condition that compares a uniform value with constants (`v == c`, `v != c`,
-        `v in (c1, c2)`, `v not in (...)`): (the value's number in this CTA, the constants named,
-        whether the condition holds for them (`==`, `in`) or for every other value): `Choice.enum`."""
-        if key is None or key[0] != "cmp" or len(key) != 5 or key[2] not in ("eq", "ne", "in", "not_in"):
+        """For a condition that compares a uniform value with constants (`enum_parts`): (the
+        value's number in this CTA, the constants named, whether the condition holds for them):
+        `Choice.enum`."""
+        parts = enum_parts(key)
+        if parts is None:
             return None
-        term, consts = key[3], key[4]
-        if key[2] in ("eq", "ne") and _literal_leaf(term) and not _literal_leaf(consts):
-            term, consts = consts, term  # `"dual" == mode`
-        values = [consts] if key[2] in ("eq", "ne") else \
-            list(consts[3:]) if consts is not None and consts[0] == "tuple" else []
-        if not values or not all(_literal_leaf(v) for v in values) or _literal_leaf(term) or term is None:
-            return None
+        term, consts, positive = parts
         m = self.enum_terms.get((cta, term))
         if m is None:
             m = self.enum_terms[(cta, term)] = len(self.enum_values)
             self.enum_values.append(set())
-        consts = frozenset(v[2] for v in values)
         self.enum_values[m] |= consts
-        return (m, consts, key[2] in ("eq", "in"))
+        return (m, consts, positive)
 
     def add_unmodeled(self, item: ir.Unmodeled):
         self.unmodeled.setdefault((item.path, item.line, item.construct), item)
@@ -4075,6 +4103,22 @@ BUILTIN_PURE = {"len", "min", "max", "abs", "int", "bool", "tuple", "list", "flo
 # Functions whose result depends only on their arguments (no thread identity, no memory, no
 # clock): uniform arguments give a uniform result.
 UNIFORM_PURE = {"min", "max", "abs", "int", "bool", "float", "round", "cute.ceil_div"}
+
+def enum_parts(key) -> Optional[tuple]:
+    """For the term of a condition that compares a uniform value with constants (`v == c`,
+    `v != c`, `v in (c1, c2)`, `v not in (...)`): (the value's term, the constants named, whether
+    the condition holds for them (`==`, `in`) or for every other value). None for any other."""
+    if key is None or key[0] != "cmp" or len(key) != 5 or key[2] not in ("eq", "ne", "in", "not_in"):
+        return None
+    term, consts = key[3], key[4]
+    if key[2] in ("eq", "ne") and _literal_leaf(term) and not _literal_leaf(consts):
+        term, consts = consts, term  # `"dual" == mode`
+    values = [consts] if key[2] in ("eq", "ne") else \
+        list(consts[3:]) if consts is not None and consts[0] == "tuple" else []
+    if not values or not all(_literal_leaf(v) for v in values) or _literal_leaf(term) or term is None:
+        return None
+    return term, frozenset(v[2] for v in values), key[2] in ("eq", "in")
+
 
 # ---------------------------------------------------------------------------------------------
 # CTA-uniform terms (docs/policies.md P14). A term is a tuple (tag, size, name, *subterms): the
