@@ -71,3 +71,53 @@ def test_synchronized_views_verify(require_spin):
     fr = api.check_source(src, "k.py", Settings(), with_fixes=False)
     [kr] = fr.kernels
     assert kr.verdict == "verified", kr.reason
+
+
+NESTED = '''
+import cutlass
+import cutlass.cute as cute
+
+
+def make_scheduler_storage(stages):
+    @cute.struct
+    class SchedulerStorage:
+        tile_info_mbar: cute.struct.MemRange[cutlass.Int64, stages * 2]
+
+    return SchedulerStorage
+
+
+class K:
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor):
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        Sched = make_scheduler_storage(2)
+
+        @cute.struct
+        class SharedStorage:
+            scheduler: Sched
+            flag: cutlass.Int64
+
+        storage = cutlass.utils.SmemAllocator().allocate(SharedStorage)
+        bars = storage.scheduler.tile_info_mbar.data_ptr()
+        n = storage.scheduler.tile_info_mbar.shape
+        if warp == 0:
+            cute.arch.mbarrier_init(bars, 32)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        if warp == 0:
+            cute.arch.mbarrier_arrive(bars)
+        cute.arch.mbarrier_wait(bars, 0)
+'''
+
+
+def test_fields_of_a_nested_struct_are_regions_of_their_own():
+    k = build_models(NESTED, "k.py", Settings())[0]
+    assert not k.unmodeled, k.unmodeled
+    waits = [op for p in k.processes for op in ir.walk(p.variants[0]) if isinstance(op, ir.MbWait)]
+    assert {op.bar.name for op in waits} == {"scheduler.tile_info_mbar (CTA 0)"}
+
+
+def test_a_nested_struct_barrier_handoff_verifies(require_spin):
+    fr = api.check_source(NESTED, "k.py", Settings(), with_fixes=False)
+    [kr] = fr.kernels
+    assert kr.verdict == "verified", kr.reason

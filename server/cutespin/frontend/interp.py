@@ -466,6 +466,12 @@ def _popcount(m: int) -> int:
     return bin(m).count("1")
 
 
+# Attributes of a tensor or pointer (not fields of a nested struct).
+TENSOR_ATTRIBUTES = frozenset({"shape", "stride", "layout", "element_type", "dtype", "memspace", "type",
+                               "value_type", "alignment", "max_alignment", "leading_dim", "iterator", "ptr",
+                               "llvm_ptr", "data_ptr", "size", "ndim"})
+
+
 def _lowest(m: int) -> int:
     return m & -m
 
@@ -1496,10 +1502,13 @@ class KernelInterp:
         if isinstance(base, Storage):
             if base.view:
                 return Smem(alloc=base.key, label=base.label, cta=base.cta)
-            return Smem(alloc=f"{base.key}.{attr}", label=attr, cta=base.cta)
+            return Smem(alloc=f"{base.key}.{attr}", label=attr, cta=base.cta, field=True)
         if isinstance(base, Smem):
             if attr in ("iterator", "ptr", "llvm_ptr", "data_ptr"):
                 return base
+            if base.field and attr not in TENSOR_ATTRIBUTES:
+                # `storage.scheduler.tile_info_mbar`: a field of a struct nested in the storage.
+                return Smem(alloc=f"{base.alloc}.{attr}", label=f"{base.label}.{attr}", cta=base.cta, field=True)
             return Unknown(f"attribute {attr} of a shared-memory object")
         if isinstance(base, Gmem):
             if attr in ("iterator", "llvm_ptr", "ptr"):

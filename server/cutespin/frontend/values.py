@@ -98,6 +98,9 @@ class Smem:
     # exactly the same accesses name (`acc[warp]` and `acc[n_warps]` are different atoms of block 0).
     elems: Optional[tuple] = None
     atom: Optional[tuple] = None
+    # A field of a `@cute.struct` allocation (`storage.scheduler`): its attributes other than a
+    # tensor's are the fields of a nested struct (`storage.scheduler.tile_info_mbar`).
+    field: bool = False
 
     def at(self, **kw) -> "Smem":
         return replace(self, **kw)
