@@ -53,6 +53,9 @@ class ModuleInfo:
     name: Optional[str] = None  # dotted module name within the package, when known
     project: object = None  # frontend.project.Project: resolves imports of the package
     source_lines: list = field(default_factory=list)  # a sibling module's lines (suppression comments)
+    # Source text of nodes by identity: the interpreter asks for the same expressions' text (keys,
+    # bound texts) in every warp and configuration, and libcst regenerates it on each call.
+    texts: dict = field(default_factory=dict, repr=False, compare=False)
 
     def span(self, node: cst.CSTNode) -> Span:
         pos = self.positions[node]
@@ -60,7 +63,18 @@ class ModuleInfo:
         return Span(pos.start.line, pos.start.column + 1, pos.end.line, pos.end.column + 1, self.path)
 
     def code(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
+        text = self.texts.get(id(node))
+        if text is None or text[0] is not node:
+            text = self.texts[id(node)] = (node, self.module.code_for_node(node))
+        return text[1]
+
+    def flat_code(self, node: cst.CSTNode) -> str:
+        """The node's source on one line (whitespace runs as one space)."""
+        key = ("flat", id(node))
+        text = self.texts.get(key)
+        if text is None or text[0] is not node:
+            text = self.texts[key] = (node, " ".join(self.code(node).split()))
+        return text[1]
 
 
 def qualify(expr: cst.BaseExpression, aliases: dict) -> Optional[str]:

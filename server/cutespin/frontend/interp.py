@@ -539,7 +539,7 @@ class KernelInterp:
         self.out.append(op)
 
     def code(self, node) -> str:
-        return " ".join(self.info.code(node).split())
+        return self.info.flat_code(node)
 
     def site_key(self, node) -> str:
         """This expression's place in the source and the chain of helper calls that led to it:
