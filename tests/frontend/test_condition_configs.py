@@ -300,3 +300,28 @@ def test_a_value_compared_with_a_runtime_loops_index_is_one_of_its_indices():
     # Every trip of every trip count, and nothing else.
     trips = {c.trips["mA.shape[1]"] for c in m.configs}
     assert chosen == {(n, i) for n in trips for i in range(n)}
+
+
+def test_advancing_by_a_count_that_is_not_known_leaves_the_state_unknown():
+    # Before, `advance(n)` with a runtime n silently advanced by one.
+    m = build("""\
+        if warp_idx == 0:
+            st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+            st.advance(sFlag[0])
+            pipe.producer_acquire(st)
+        """)
+    [u] = state_unmodeled(m)
+    assert "advanced by a count that is not known" in u.why
+
+
+def test_advance_iters_advances_that_many_steps():
+    # quack's PipelineStateWAdvance.advance_iters(n).
+    m = build("""\
+        if warp_idx == 0:
+            st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+            st.advance_iters(3)
+            pipe.producer_acquire(st)
+        """)
+    assert not m.unmodeled, m.unmodeled
+    p0 = next(p for p in m.processes if p.warp == 0)
+    assert waits(p0.variants[0]) == [("pipe.empty[1]", 0)]

@@ -764,9 +764,13 @@ def attribute(v, attr: str):
 
 
 def state_method(it, st: PipeState, meth: str, args, node):
-    if meth == "advance":
-        n = args[0] if args and isinstance(args[0], int) else 1
-        st.advance(n)
+    if meth in ("advance", "advance_iters"):
+        # `advance_iters(n)`: quack's PipelineStateWAdvance, n steps at once.
+        n = args[0] if args else (1 if meth == "advance" else None)
+        if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+            st.advance(n)
+        else:
+            st.unknown = st.unknown or f"advanced by a count that is not known (line {it.span(node).line})"
         return None
     if meth == "clone":
         return st.copy()
