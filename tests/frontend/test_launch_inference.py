@@ -136,3 +136,45 @@ def test_an_epilogue_buffer_that_does_not_rotate_across_tiles_is_a_race():
     verdict, findings = _check(text)
     assert verdict == "counterexample"
     assert ("CS201", _line(text, "cute.copy(r2s, tRS_rC")) in findings
+
+
+# ---------------------------------------------------------------- bounds a loop divides
+
+PAIRS = """\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=4)
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+pipe = pipeline.PipelineAsync.create(
+    num_stages=2,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    barrier_storage=bars,
+)
+k_tile_cnt = cute.size(mA, mode=[1])
+if warp_idx == 0:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+    for it in cutlass.range(k_tile_cnt // 2, unroll=1):
+        for buf in cutlass.range_constexpr(2):
+            pipe.producer_acquire(st)
+            pipe.producer_commit(st)
+            st.advance()
+if warp_idx == 1:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+    for k in cutlass.range(k_tile_cnt, unroll=1):
+        pipe.consumer_wait(st)
+        pipe.consumer_release(st)
+        st.advance()
+"""
+
+
+def test_a_bound_that_another_loop_halves_takes_even_trip_counts():
+    # flash-attn-4's MLA backward loads K/V two tiles per trip (`range(k_tile_cnt // 2)`) while the
+    # MMA warp takes one per trip: an odd count is a host error (`assert top_k % (2 * tile_k) == 0`),
+    # not a deadlock to report.
+    src = kernel_source(PAIRS)
+    m = build_models(src, "k.py", Settings())[0]
+    counts = {c.trips["k_tile_cnt"] for c in m.configs}
+    assert 2 in counts and all(n % 2 == 0 for n in counts), counts
+    assert any("`k_tile_cnt` is taken to be a multiple of 2" in a for a in m.assumptions)
+    result = api.check_source(src, "k.py", Settings().with_overrides(verify_fixes=False), with_fixes=False)
+    assert result.kernels[0].verdict == "verified", result.kernels[0].reason

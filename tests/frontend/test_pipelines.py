@@ -583,3 +583,32 @@ cute.arch.mbarrier_wait(bar, 0)
     inits = [o.count for p in m.processes for o in p.variants[0] if isinstance(o, ir.MbInit)]
     assert inits == [64]  # warps 1 and 2, every lane
     assert any("arrival count of this mbarrier_init is not known" in a for a in m.assumptions)
+
+
+def test_barrier_array_cp_async_arrive_is_a_deferred_noinc_arrive_per_thread():
+    # flash-attn-4: `pipeline_KV.sync_object_full.arrive_cp_async_mbarrier(stage)` after the
+    # thread's cp.async copies: cp_async_mbarrier_arrive_noinc on that stage's full barrier.
+    from ..kernels import kernel_source
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=4)
+pipe = pipeline.PipelineCpAsync.create(
+    num_stages=2,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    barrier_storage=bars,
+)
+views = []
+views.append(bars)
+views.append(bars)
+if cute.arch.warp_idx() == 0:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+    pipe.producer_acquire(st)
+    cute.arch.cp_async_commit_group()
+    pipe.sync_object_full.arrive_cp_async_mbarrier(st.index + len(views) - 1)
+""")
+    k = build_models(src, "k.py", Settings())[0]
+    assert not k.unmodeled, k.unmodeled
+    ops = list(ir.walk(next(p for p in k.processes if p.warp == 0).variants[-1]))
+    [arrive] = [op for op in ops if isinstance(op, ir.MbArrive)]
+    assert arrive.bar.name == "pipe.full[1] (CTA 0)" and arrive.cp_async

@@ -1156,16 +1156,27 @@ def _union(lists) -> list:
     return out
 
 
-def _trip_configs(discovered: dict, bound: int, max_configs: int) -> list:
+def _trip_configs(discovered: dict, bound: int, max_configs: int, multiples: Optional[dict] = None) -> list:
     """Trip-count configurations: the full product when it is small, else the diagonal (every
-    runtime loop takes the same trip count t, for each t in 1..bound)."""
+    runtime loop takes the same trip count t, for each t in 1..bound). A bound that another loop
+    divides by m (`multiples`) takes t rounded up to a multiple of m."""
     syms = list(discovered)
     if not syms:
         return [ir.TripConfig({})]
+    multiples = multiples or {}
+
+    def trips(s, t: int) -> int:
+        m = multiples.get(s, 1)
+        return -(-t // m) * m
+
     values = list(range(1, bound + 1))
-    if len(values) ** len(syms) <= max(max_configs, 1):
-        return [ir.TripConfig(dict(zip(syms, combo))) for combo in itertools.product(values, repeat=len(syms))]
-    return [ir.TripConfig({s: t for s in syms}) for t in values]
+    per_sym = [sorted({trips(s, t) for t in values}) for s in syms]
+    n = 1
+    for v in per_sym:
+        n *= len(v)
+    if n <= max(max_configs, 1):
+        return [ir.TripConfig(dict(zip(syms, combo))) for combo in itertools.product(*per_sym)]
+    return [ir.TripConfig({s: trips(s, t) for s in syms}) for t in values]
 
 
 BLOCK_SEARCH_WARPS = 32  # the most warps a CTA has (1024 threads)
@@ -1402,8 +1413,16 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
             first = run_all({}, discovered, ctas)
         registry.assume("CTAs that spin on a GMEM flag written by another CTA are co-resident")
         registry.assume(f"{ctas} CTAs modeled for the GMEM flag protocol")
-    configs = _trip_configs(discovered, bound, settings.max_configs)
-    diagonal = len(discovered) > 1 and len(configs) < bound ** len(discovered)
+    multiples = {s: m for s, m in registry.multiples.items() if s in discovered}
+    configs = _trip_configs(discovered, bound, settings.max_configs, multiples)
+    for s, m in multiples.items():
+        line, text = registry.multiple_sites[s]
+        registry.assume(f"runtime loop bound `{s}` is taken to be a multiple of {m}: the loop at line {line} runs "
+                        f"over `{text}`")
+    product = 1
+    for text in discovered:
+        product *= len({c.trips.get(text) for c in configs})
+    diagonal = len(discovered) > 1 and len(configs) < product
     for text, line in discovered.items():
         registry.assume(f"runtime loop bound `{text}` (line {line}) takes every trip count in "
                         f"{sorted({t for c in configs for t in [c.trips.get(text)] if t})}")

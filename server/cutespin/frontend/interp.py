@@ -9,6 +9,7 @@ records the construct and why.
 from __future__ import annotations
 
 import copy
+import math
 import operator
 import re
 from dataclasses import dataclass, field, replace
@@ -975,6 +976,13 @@ class KernelInterp:
         text = self.code(bound_node)
         trips = self.trip(text, node)
         self.runtime_loop_text = text
+        if isinstance(bound_node, cst.BinaryOperation) and isinstance(bound_node.operator, cst.FloorDivide) \
+                and isinstance(bound_node.left, cst.Name) and isinstance(bound_node.right, cst.Integer):
+            c = int(bound_node.right.value)
+            if 1 < c <= MAX_UNROLL:
+                name = bound_node.left.value
+                self.registry.multiples[name] = math.lcm(self.registry.multiples.get(name, 1), c)
+                self.registry.multiple_sites.setdefault(name, (self.span(node).line, text))
         first = start if _is_int(start) else 0
         st = step if _is_int(step) and step else 1
         if _positive_stride(step) is not None:
@@ -1985,6 +1993,15 @@ class KernelInterp:
         return Unknown(f"result of {name or 'call'}")
 
     def call_method(self, base, meth, args, kwargs, node):
+        if isinstance(base, tuple) and meth in ("append", "extend") and len(args) == 1 and not kwargs \
+                and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and isinstance(node.func.value, cst.Name) and node.func.value.value in self.env:
+            # `views.append(t)` on a list the kernel builds (displays are tuples here): the variable
+            # is rebound to the longer sequence.
+            more = (args[0],) if meth == "append" else tuple(args[0]) if isinstance(args[0], (tuple, list)) else None
+            if more is not None:
+                self.env[node.func.value.value] = base + more
+                return None
         if isinstance(base, P.Pipeline) and base.cls is not None:
             found = self.project.find_method(base.cls, meth) if self.project is not None else \
                 _own_method(base.cls, meth)
@@ -2754,6 +2771,11 @@ class Registry:
         self.loop_facts: list = []
         # Bounds of loops with a runtime step: their names keep their value (see eval_Name).
         self.strided_bounds: set = set()
+        # Runtime bounds that a loop divides (`range(k_tile_cnt // 2)` next to `range(k_tile_cnt)`):
+        # bound text -> the divisor (their least common multiple). Trip counts of such a bound are
+        # taken to be multiples of it (P9).
+        self.multiples: dict = {}
+        self.multiple_sites: dict = {}  # bound text -> (line, text) of the first loop dividing it
         # Uniform values compared for equality with the index of a runtime loop (`if subtile_idx
         # == self.release_at:` in every trip): (cta, term) -> the loop's bound text. Such a value
         # is taken to be one of the loop's indices when it splits configurations.

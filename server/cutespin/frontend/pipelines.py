@@ -175,6 +175,11 @@ def mbar_method(it, arr: MbarArray, meth: str, args, kwargs, node):
     elif meth == "arrive_and_expect_tx":
         tx = kwargs.get("tx_count", args[1] if len(args) > 1 else None)
         _arrive(it, bar, "tma", node, tx if isinstance(tx, int) else Unknown("tx"))
+    elif meth == "arrive_cp_async_mbarrier":
+        # `cp_async_mbarrier_arrive_noinc(bars[i])`: each thread's arrive fires once its cp.async
+        # copies have landed (the PipelineCpAsync producer's commit).
+        from .interp import h_cp_async_arrive_noinc
+        h_cp_async_arrive_noinc(it, [bar], {}, node)
     else:
         it.unmodeled(node, f"sync_object.{meth}", "barrier array method not modeled")
     return None
