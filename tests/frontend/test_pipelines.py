@@ -612,3 +612,36 @@ if cute.arch.warp_idx() == 0:
     ops = list(ir.walk(next(p for p in k.processes if p.warp == 0).variants[-1]))
     [arrive] = [op for op in ops if isinstance(op, ir.MbArrive)]
     assert arrive.bar.name == "pipe.full[1] (CTA 0)" and arrive.cp_async
+
+
+def test_ring_lengths_chosen_on_the_host_take_the_kernel_stage_count():
+    # dist-moe's RMSNorm backward: `n_smem_stages = const_expr(self._tma_stages_val if USE_TMA else 2)`
+    # with the configured value unknown; the pipeline and its states take the default (stated),
+    # and so does the variable, so `bidx + (n_smem_stages - 1) * gdim` is a known lookahead.
+    from ..kernels import kernel_source
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=8)
+n_smem_stages = cutlass.const_expr(self.tma_depth if self.use_tma else 2)
+pipe = pipeline.PipelineAsync.create(
+    num_stages=n_smem_stages,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    barrier_storage=bars,
+)
+other = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.cfg.depth)
+if cute.arch.warp_idx() == 0:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, n_smem_stages)
+    for i in cutlass.range_constexpr(3):
+        pipe.producer_acquire(st)
+        pipe.producer_commit(st)
+        st.advance()
+""", init="self.tma_depth = cfg['tma_stages']\nself.use_tma = cfg['use_tma']\nself.cfg = cfg").replace(
+        "def __init__(self):", "def __init__(self, cfg):")
+    k = build_models(src, "k.py", Settings())[0]
+    assert not k.unmodeled, k.unmodeled
+    assert any("n_smem_stages (line" in a and "assumed 2 stages" in a for a in k.assumptions)
+    assert any("the stage count of make_pipeline_state is not known" in a for a in k.assumptions)
+    ops = list(ir.walk(next(p for p in k.processes if p.warp == 0).variants[-1]))
+    assert [(o.bar.name, o.parity) for o in ops if isinstance(o, ir.MbWait)] == [
+        ("pipe.empty[0] (CTA 0)", 1), ("pipe.empty[1] (CTA 0)", 1), ("pipe.empty[0] (CTA 0)", 0)]

@@ -336,6 +336,12 @@ def is_stage_count_name(name: str) -> bool:
     return low.endswith(("stage", "stages")) and "per_stage" not in low
 
 
+def _is_stage_count_local(name: str) -> bool:
+    """A local variable holding a ring length: `num_stages`, `n_smem_stages` (not `stage`, an index)."""
+    low = name.lower()
+    return low.startswith(("num", "n_")) and low.endswith("stages")
+
+
 class _PartialReturn(_Return):
     """A `return` under a runtime condition: the function ended on some sides of a runtime choice
     (already emitted) and goes on only along `slots`, the op lists of the paths that did not
@@ -688,6 +694,13 @@ class KernelInterp:
 
     def assign(self, target, value, node):
         if isinstance(target, cst.Name):
+            if isinstance(value, Unknown) and value.key is not None and _is_stage_count_local(target.value):
+                # `n_smem_stages = const_expr(self.tma_stages if USE_TMA else 2)`: a ring length from
+                # the host that does not fold takes the kernel's stage count, like such attributes.
+                n = self.registry.stages if _is_int(self.registry.stages) else DEFAULT_STAGES
+                self.registry.assume(f"{target.value} (line {self.span(node).line}) not foldable: assumed {n} "
+                                     f"stages (pin the real value with `# cutespin: stages=N`)")
+                value = n
             self.env[target.value] = value
         elif isinstance(target, (cst.Tuple, cst.List)):
             elems = [e.value for e in target.elements]

@@ -269,9 +269,23 @@ def h_cooperative_group(it, args, kwargs, node):
     return Group(group_count(it, agent, size), _tail_name(agent))
 
 
+def stage_count(it, value, node, what: str):
+    """A ring's stage count: an integer, or one that does not fold (a host configuration value,
+    `tma_stages if USE_TMA else 2`), which takes the kernel's stage count (the `stages` pin, or the
+    default like any unfoldable `*_stages` attribute), stated. Anything else is left as it is."""
+    from .interp import DEFAULT_STAGES, _is_int
+
+    if not isinstance(value, Unknown):
+        return value
+    n = it.registry.stages if _is_int(it.registry.stages) else DEFAULT_STAGES
+    it.registry.assume(f"line {it.span(node).line}: the stage count of {what} is not known ({_why(value)}): "
+                       f"assumed {n} stages (pin the real value with `# cutespin: stages=N`)")
+    return n
+
+
 def h_make_state(it, args, kwargs, node):
     kind = _tail_name(kwargs.get("type", args[0] if args else None))
-    stages = kwargs.get("stages", args[1] if len(args) > 1 else None)
+    stages = stage_count(it, kwargs.get("stages", args[1] if len(args) > 1 else None), node, "make_pipeline_state")
     if not isinstance(stages, int):
         it.unmodeled(node, "make_pipeline_state", "the stage count is not known; pin `stages`")
         return Unknown("pipeline state")
@@ -319,7 +333,7 @@ def _derived_groups(it, label: str, groups: dict, node) -> None:
 def create(it, cls: str, args, kwargs, node):
     """`PipelineX.create(...)`: allocate (or take) the barriers, initialise them, maybe sync."""
     if cls == "PipelineTmaStore":
-        s = kwargs.get("num_stages")
+        s = stage_count(it, kwargs.get("num_stages"), node, f"{cls}.create")
         if not isinstance(s, int):
             it.unmodeled(node, "PipelineTmaStore.create", "num_stages is not known")
             return Unknown("pipeline")
@@ -329,7 +343,7 @@ def create(it, cls: str, args, kwargs, node):
     if cls not in CLASSES:
         it.unmodeled(node, f"{cls}.create", "this pipeline class is not modeled yet")
         return Unknown("pipeline")
-    stages = kwargs.get("num_stages")
+    stages = stage_count(it, kwargs.get("num_stages"), node, f"{cls}.create")
     prod = kwargs.get("producer_group")
     cons = kwargs.get("consumer_group")
     async_release = "signal"
