@@ -336,6 +336,17 @@ def is_stage_count_name(name: str) -> bool:
     return low.endswith(("stage", "stages")) and "per_stage" not in low
 
 
+def host_term(key) -> bool:
+    """Whether a uniform term is computed from host configuration only: the kernel object's
+    attributes, constructor arguments and constants (not tensor shapes nor runtime arguments)."""
+    if not isinstance(key, tuple) or len(key) < 3:
+        return False
+    if key[1] == 1 and not any(isinstance(x, tuple) for x in key[3:]):
+        return key[0] in ("self", "host", "k")
+    subterms = [x for x in key[3:] if isinstance(x, tuple)]
+    return bool(subterms) and all(host_term(x) for x in subterms)
+
+
 def _is_stage_count_local(name: str) -> bool:
     """A local variable holding a ring length: `num_stages`, `n_smem_stages` (not `stage`, an index)."""
     low = name.lower()
@@ -694,7 +705,7 @@ class KernelInterp:
 
     def assign(self, target, value, node):
         if isinstance(target, cst.Name):
-            if isinstance(value, Unknown) and value.key is not None and _is_stage_count_local(target.value):
+            if isinstance(value, Unknown) and host_term(value.key) and _is_stage_count_local(target.value):
                 # `n_smem_stages = const_expr(self.tma_stages if USE_TMA else 2)`: a ring length from
                 # the host that does not fold takes the kernel's stage count, like such attributes.
                 n = self.registry.stages if _is_int(self.registry.stages) else DEFAULT_STAGES

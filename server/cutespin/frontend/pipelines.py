@@ -270,13 +270,14 @@ def h_cooperative_group(it, args, kwargs, node):
 
 
 def stage_count(it, value, node, what: str):
-    """A ring's stage count: an integer, or one that does not fold (a host configuration value,
-    `tma_stages if USE_TMA else 2`), which takes the kernel's stage count (the `stages` pin, or the
-    default like any unfoldable `*_stages` attribute), stated. Anything else is left as it is."""
-    from .interp import DEFAULT_STAGES, _is_int
+    """A ring's stage count: an integer, or a host configuration value that does not fold
+    (`tma_stages if USE_TMA else 2`, `self.cfg.depth`), which takes the kernel's stage count (the
+    `stages` pin, or the default like any unfoldable `*_stages` attribute), stated. Anything else
+    is left as it is (and reported where it is used)."""
+    from .interp import DEFAULT_STAGES, _is_int, host_term
 
-    if not isinstance(value, Unknown):
-        return value
+    if not isinstance(value, Unknown) or not host_term(value.key):
+        return value  # a runtime value (a tensor's size) is not a configuration to guess
     n = it.registry.stages if _is_int(it.registry.stages) else DEFAULT_STAGES
     it.registry.assume(f"line {it.span(node).line}: the stage count of {what} is not known ({_why(value)}): "
                        f"assumed {n} stages (pin the real value with `# cutespin: stages=N`)")
