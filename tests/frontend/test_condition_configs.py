@@ -325,3 +325,31 @@ def test_advance_iters_advances_that_many_steps():
     assert not m.unmodeled, m.unmodeled
     p0 = next(p for p in m.processes if p.warp == 0)
     assert waits(p0.variants[0]) == [("pipe.empty[1]", 0)]
+
+
+def test_a_pipeline_built_differently_on_the_sides_of_a_uniform_condition_is_a_configuration():
+    # flash-attn-4's MLA forward: `if const_expr(self.use_tma_KV): pipeline_K = <TmaUmma>
+    # else: pipeline_K = <AsyncUmma>`; each side's pipeline is checked in a configuration.
+    m = build("""\
+        bars2 = smem.allocate_array(cutlass.Int64, num_elems=6)
+        if cutlass.const_expr(self.use_tma):
+            other = pipeline.PipelineAsync.create(
+                num_stages=2,
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+                barrier_storage=bars2,
+            )
+        else:
+            other = pipeline.PipelineAsync.create(
+                num_stages=3,
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+                barrier_storage=bars2,
+            )
+        if warp_idx == 0:
+            st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+            other.producer_acquire(st)
+        """)
+    assert not m.unmodeled, m.unmodeled
+    assert len(m.configs) == 2
+    assert any("is the same for every thread of the CTA" in a and "self.use_tma" in a for a in m.assumptions)

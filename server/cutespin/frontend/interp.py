@@ -347,6 +347,11 @@ def host_term(key) -> bool:
     return bool(subterms) and all(host_term(x) for x in subterms)
 
 
+# Values that a uniform branch may not leave as "one of two": a configuration instead (join_states).
+SPLIT_OBJECTS = (P.PipeState, P.Participant, P.Pipeline, P.TmaStorePipeline, P.OrderPipeline, P.MbarArray,
+                 NamedBarrierObj, TmemAllocatorObj)
+
+
 def _is_stage_count_local(name: str) -> bool:
     """A local variable holding a ring length: `num_stages`, `n_smem_stages` (not `stage`, an index)."""
     low = name.lower()
@@ -910,8 +915,10 @@ class KernelInterp:
             # A state first bound, or rebound, on the sides: equal ones merge (merge_envs).
             for name in set().union(*[e.keys() for e in envs]):
                 vals = [e.get(name) for e in envs]
-                if any(isinstance(v, (P.PipeState, P.Participant)) for v in vals) and \
-                        not all(_same(v, vals[0]) for v in vals):
+                if any(isinstance(v, SPLIT_OBJECTS) for v in vals) and not all(_same(v, vals[0]) for v in vals):
+                    # Pipeline states, and pipelines or barriers built differently on the two sides
+                    # (`if const_expr(self.use_tma_KV): pipe = TmaUmma... else: pipe = AsyncUmma...`):
+                    # after the branch they have no single value.
                     differ = True
         if differ and key is not None and self.ctx.splits is not None:
             self.ctx.splits.setdefault((self.ctx.cta, key), (line, self.code(node.test) if
