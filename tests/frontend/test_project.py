@@ -270,3 +270,54 @@ def _fresh(mod):
     m = copy.copy(mod)
     m.__dict__.pop("_plain_code", None)
     return m
+
+
+def test_library_names_a_sibling_module_re_exports_under_try_imports(tmp_path):
+    # cudnn-frontend's `_cutlass_compat`: `try: from cutlass.memory import SmemAllocator,
+    # TmemAllocator / except ModuleNotFoundError: from cutlass.utils import ...`, and the kernels
+    # import the allocators from it. They are the library's classes, not unknown package calls.
+    pkg = tmp_path / "compatpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_compat.py").write_text('''try:
+    from cutlass.memory import SmemAllocator, TmemAllocator
+except ModuleNotFoundError as error:
+    if error.name != "cutlass.memory":
+        raise
+    from cutlass.utils import SmemAllocator, TmemAllocator
+try:
+    from cutlass.tensor_utils import LayoutEnum
+except ModuleNotFoundError:
+    from cutlass.utils import LayoutEnum, OnlyInTheFallback
+''')
+    (pkg / "kern.py").write_text('''import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+
+from ._compat import SmemAllocator, TmemAllocator
+
+
+class K:
+    @cute.jit
+    def __call__(self, mA: cute.Tensor):
+        self.kernel(mA).launch(grid=(1, 1, 1), block=(64, 1, 1))
+
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor):
+        smem = SmemAllocator()
+        holder = smem.allocate_array(cutlass.Int32, 1)
+        tm = TmemAllocator(holder, barrier_for_retrieve=pipeline.NamedBarrier(barrier_id=1, num_threads=64))
+        tm.allocate(256)
+        tm.wait_for_alloc()
+        ptr = tm.retrieve_ptr(cutlass.Float32)
+''')
+    aliases = collect_aliases(cst.parse_module((pkg / "_compat.py").read_text()))
+    assert aliases["SmemAllocator"] == "cutlass.memory.SmemAllocator"  # the `try` side wins
+    assert aliases["LayoutEnum"] == "cutlass.tensor_utils.LayoutEnum"
+    assert aliases["OnlyInTheFallback"] == "cutlass.utils.OnlyInTheFallback"
+    path = pkg / "kern.py"
+    m = build_models(path.read_text(), str(path), SETTINGS)[0]
+    assert not m.unmodeled, m.unmodeled
+    from cutespin import ir
+    accesses = [(o.region.name, o.write) for o in ir.walk(m.processes[0].variants[0]) if isinstance(o, ir.Access)]
+    assert accesses == [("holder (CTA 0)", True), ("holder (CTA 0)", False)]

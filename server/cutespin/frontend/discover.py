@@ -121,14 +121,45 @@ def relative_base(package: Optional[str], dots: int) -> Optional[str]:
     return ".".join(parts[:len(parts) - up])
 
 
+def _import_statements(body) -> list:
+    """The module's top-level simple statements, in the order they bind names, including those of
+    a version-compatibility `try: from cutlass.memory import X / except ImportError: from
+    cutlass.utils import X`: the `try` side's imports, then the handlers' for names it did not
+    bind (which come later here, so that the `try` side wins where both bind a name)."""
+    out = []
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            out.append(stmt)
+        elif isinstance(stmt, cst.Try):
+            tried = [s for s in stmt.body.body if isinstance(s, cst.SimpleStatementLine)]
+            bound = {_bound_name(a) for s in tried for small in s.body
+                     if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar)
+                     for a in small.names}
+            fallback = []
+            for h in stmt.handlers:
+                for s in h.body.body:
+                    if isinstance(s, cst.SimpleStatementLine):
+                        kept = [small for small in s.body if isinstance(small, (cst.Import, cst.ImportFrom))
+                                and not isinstance(small.names, cst.ImportStar)
+                                and any(_bound_name(a) not in bound for a in small.names)]
+                        if kept:
+                            fallback.append(s.with_changes(body=kept))
+            out += fallback + tried
+    return out
+
+
+def _bound_name(alias: cst.ImportAlias) -> str:
+    if alias.asname is not None:
+        return alias.asname.name.value
+    return _dotted(alias.name).split(".")[0]
+
+
 def collect_aliases(module: cst.Module, package: Optional[str] = None) -> dict:
     """Local name -> fully qualified name for the module-level imports. Relative imports are made
     absolute from `package` (the package the module sits in); when it is unknown they keep their
     leading dots (`.utils.f`), which resolve to nothing."""
     aliases: dict = {}
-    for stmt in module.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
+    for stmt in _import_statements(module.body):
         for small in stmt.body:
             if isinstance(small, cst.Import):
                 for alias in small.names:

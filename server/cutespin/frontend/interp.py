@@ -20,7 +20,7 @@ import libcst as cst
 from .. import ir
 from . import pipelines as P
 from .discover import ModuleInfo, canonical, qualify
-from .project import LIBRARY_PIPELINE_PREFIXES, ClassAttr, ModuleConst, local_class_ref
+from .project import LIBRARY_PIPELINE_PREFIXES, ClassAttr, LibraryName, ModuleConst, local_class_ref
 from .values import _flatten as _flat
 from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, ClassRef, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LambdaRef,
@@ -1450,6 +1450,8 @@ class KernelInterp:
                 return target
             if isinstance(target, ClassAttr):
                 return self.class_attribute(target.cls, target.attr)
+            if isinstance(target, LibraryName):
+                return ModuleRef(target.qualname)
             if isinstance(target, ModuleConst) and target.name not in self.const_stack:
                 self.const_stack.add(target.name)  # `A = B` / `B = A` across modules: no loop
                 try:

@@ -110,6 +110,14 @@ class ModuleConst:
 
 
 @dataclass(frozen=True)
+class LibraryName:
+    """A package name that re-exports a library one (`cudnn._cutlass_compat.TmemAllocator`, which
+    that module imports from `cutlass.memory`): the interpreter treats it as the library name."""
+
+    qualname: str
+
+
+@dataclass(frozen=True)
 class ClassAttr:
     """`pkg.mod.Cls.attr`: the interpreter decides what it is (a method along the MRO, the
     library's `create`, a class constant)."""
@@ -248,7 +256,10 @@ class Project:
         if name in mod.constants and not tail and name not in mod.aliases:
             return ModuleConst(f"{mod_name}.{name}", mod, mod.constants[name])
         if name in mod.aliases:  # a re-export: `from .pipeline import PipelineTmaAsync` in __init__
-            return self.resolve(".".join([mod.aliases[name]] + tail), seen)
+            target = ".".join([mod.aliases[name]] + tail)
+            if target.split(".")[0] in LIBRARY_PACKAGES:
+                return LibraryName(target)
+            return self.resolve(target, seen)
         return self.resolve(".".join([mod_name, name] + tail), seen)  # a submodule
 
     def class_ref(self, mod: ModuleInfo, name: str, _depth: int = 0) -> ClassRef:
