@@ -738,3 +738,30 @@ for k in cutlass.range(3, unroll=1):
     assert any("self.NUM_SMEM_BUFFERS not foldable: assumed 2 stages" in a for a in m.assumptions)
     waits = [o for o in ops(m, 1) if isinstance(o, ir.MbWait)]
     assert [w.parity for w in waits] == [0, 0, 1]
+
+
+def test_an_exit_in_the_kernel_body_ends_the_threads_on_that_side():
+    # cudnn-frontend: `if total_token <= 0: cute.arch.nvvm.exit()` before the roles start.
+    src = kernel_source("""\
+if mA.shape[0] <= 0:
+    cute.arch.nvvm.exit()
+cute.arch.sync_threads()
+""")
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    [choice] = [o for o in ops(m, 0) if isinstance(o, ir.Choice)]
+    exited, going_on = choice.alternatives
+    assert not exited and [o for o in going_on if isinstance(o, ir.NamedBarrier)]
+
+
+def test_an_exit_inside_a_helper_is_unmodeled():
+    src = kernel_source("""\
+self.leave()
+cute.arch.sync_threads()
+""", extra_class='''
+@cute.jit
+def leave(self):
+    cute.arch.exit()
+''')
+    m = model(src)
+    assert [u.construct for u in m.unmodeled] == ["cute.arch.exit"]

@@ -3066,6 +3066,16 @@ def h_barrier_arrive(it, args, kwargs, node):
     it.emit_named(kwargs.get("barrier_id", 0), threads, False, node)
 
 
+def h_exit(it, args, kwargs, node):
+    """`cute.arch.nvvm.exit()` (PTX `exit`): the thread ends here. In the kernel body that is a
+    `return` from the kernel (under a runtime condition, only on that side); inside a helper it
+    would also end the callers, which the interpreter does not follow."""
+    if it.call_sites:
+        it.unmodeled(node, "cute.arch.exit", "a thread exit inside a helper function is not modeled")
+        return None
+    raise _Return(None)
+
+
 def h_sync_warp(it, args, kwargs, node):
     it.emit(ir.SyncWarp(it.span(node)))
 
@@ -4100,7 +4110,7 @@ CALLS: dict = {
     "arch.mbarrier_expect_tx": h_expect_tx, "arch.mbarrier_wait": h_mbarrier_wait,
     "arch.mbarrier_try_wait": h_try_wait, "arch.mbarrier_test_wait": h_try_wait,
     "arch.sync_threads": h_sync_threads, "arch.barrier": h_barrier, "arch.barrier_arrive": h_barrier_arrive,
-    "arch.sync_warp": h_sync_warp, "arch.cluster_arrive": h_cluster_arrive,
+    "arch.sync_warp": h_sync_warp, "arch.exit": h_exit, "arch.cluster_arrive": h_cluster_arrive,
     "arch.cluster_arrive_relaxed": h_cluster_arrive_relaxed, "arch.cluster_wait": h_cluster_wait,
     "arch.map_dsmem_ptr": h_map_dsmem, "arch.fence_view_async_shared": h_fence_view_async_shared,
     "arch.fence_proxy": h_fence_proxy, "arch.fence_acq_rel_cta": _h_fence_acq_rel("cta"),
