@@ -765,3 +765,24 @@ def leave(self):
 ''')
     m = model(src)
     assert [u.construct for u in m.unmodeled] == ["cute.arch.exit"]
+
+
+def test_a_library_helper_handed_a_pipeline_is_unmodeled_not_pure():
+    # cutlass's `utils.gemm.sm100.epilogue(self, ..., acc_consumer_state, acc_pipeline)` waits on
+    # and releases the accumulator pipeline; `utils.` helpers are otherwise layout arithmetic.
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=4)
+acc_pipeline = pipeline.PipelineAsync.create(
+    num_stages=2,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    barrier_storage=bars,
+)
+state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+state = cutlass.utils.gemm.sm100.epilogue(self, state, acc_pipeline)
+layout = cutlass.utils.sm100.make_smem_layout_a(mA, 4)
+""")
+    m = model(src)
+    assert [(u.construct, u.why) for u in m.unmodeled] == [
+        ("utils.gemm.sm100.epilogue", "call receives a pipeline, pipeline state or barrier")]

@@ -360,3 +360,16 @@ def _setup(self):
     m = build_models(src, "k.py", Settings())[0]
     choices = [o for p in m.processes for o in ir.walk(p.variants[-1]) if isinstance(o, ir.Choice)]
     assert choices and all(c.shared is not None or c.enum is not None for c in choices)
+
+
+def test_only_host_terms_survive_the_launchers_recomputation():
+    # A number `_fold_self` folded is not put back over the launcher's unknown: the launcher may
+    # have derived other attributes (a buffer's stage count) from the value it recomputed. Putting
+    # it back made the CUTLASS Hopper persistent GEMM's TMA store ring longer than its buffer (a
+    # false race).
+    from cutespin.frontend import _keep_host_terms
+    from cutespin.frontend.values import SelfObj, Unknown
+    self_obj = SelfObj({"epi_stage": Unknown("recomputed"), "release_at": Unknown("recomputed")})
+    _keep_host_terms(self_obj, {"epi_stage": 4, "release_at": Unknown("host", key=("self", 1, "release_at"))})
+    assert isinstance(self_obj.attrs["epi_stage"], Unknown) and self_obj.attrs["epi_stage"].key is None
+    assert self_obj.attrs["release_at"].key == ("self", 1, "release_at")

@@ -300,17 +300,18 @@ def _param_default(param: cst.Param, ann: str, name: str):
     return Unknown(f"host argument {name}")
 
 
-def _keep_folded_attributes(self_obj: Optional[SelfObj], folded: dict) -> None:
+def _keep_host_terms(self_obj: Optional[SelfObj], folded: dict) -> None:
     """The launcher re-runs setup methods (`self._setup_attributes()`): an attribute it leaves
-    unknown without a term keeps what `_fold_self` found, a folded value or a host value's term
-    (so that `subtile == self.iter_release` stays a uniform condition, P14)."""
+    unknown without a term keeps the host value's term `_fold_self` gave it, so that `subtile ==
+    self.iter_release` stays a uniform condition (P14). Only the term: a number `_fold_self`
+    folded is not put back, as the launcher may have derived other attributes (a buffer's
+    stages) from the value it recomputed."""
     if self_obj is None:
         return
     for attr, val in list(self_obj.attrs.items()):
         prev = folded.get(attr)
-        if isinstance(val, Unknown) and val.key is None and prev is not None and \
-                not (isinstance(prev, Unknown) and prev.key is None):
-            self_obj.attrs[attr] = prev
+        if isinstance(val, Unknown) and val.key is None and isinstance(prev, Unknown) and prev.key is not None:
+            self_obj.attrs[attr] = Unknown(val.why, key=prev.key)
 
 
 def _one_cta_tiled_mmas(site: KernelSite, info: ModuleInfo, params: dict, assumptions: list) -> None:
@@ -361,7 +362,7 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
             it.exec_block(host.body)
         except (I.Unsupported, I._Return, RecursionError):
             pass
-        _keep_folded_attributes(self_obj, folded)
+        _keep_host_terms(self_obj, folded)
         _default_cluster_extents(self_obj, pins, defaulted)
         host_env = it.env
         kw = {a.keyword.value: a.value for a in launch.launch.args if a.keyword is not None}

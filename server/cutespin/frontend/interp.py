@@ -347,6 +347,10 @@ def host_term(key) -> bool:
     return bool(subterms) and all(host_term(x) for x in subterms)
 
 
+# Objects through which a call synchronizes: a library helper handed one is never pure.
+SYNC_OBJECTS = (P.Pipeline, P.PipeState, P.Participant, P.Handle, P.MbarArray, P.TmaStorePipeline,
+                P.OrderPipeline, NamedBarrierObj, TmemAllocatorObj, TensorMapManagerObj)
+
 # Values that a uniform branch may not leave as "one of two": a configuration instead (join_states).
 SPLIT_OBJECTS = (P.PipeState, P.Participant, P.Pipeline, P.TmaStorePipeline, P.OrderPipeline, P.MbarArray,
                  NamedBarrierObj, TmemAllocatorObj)
@@ -1999,8 +2003,14 @@ class KernelInterp:
         return None
 
     def unknown_call(self, name, args, kwargs, node):
-        sync_args = [v for v in list(args) + list(kwargs.values())
-                     if isinstance(v, (Smem, NamedBarrierObj, TryWaitResult))]
+        values = list(args) + list(kwargs.values())
+        sync_args = [v for v in values if isinstance(v, (Smem, NamedBarrierObj, TryWaitResult) + SYNC_OBJECTS)]
+        if any(isinstance(v, SYNC_OBJECTS) for v in values) and not name.startswith(("pipeline.", "arch.")):
+            # A library helper handed a pipeline, its state or a barrier object
+            # (`utils.gemm.sm100.epilogue_tma_store(..., acc_pipeline, c_pipeline)`) synchronizes
+            # through it: never a pure layout helper, whatever its prefix.
+            self.unmodeled(node, name or self.code(node.func), "call receives a pipeline, pipeline state or barrier")
+            return Unknown(f"result of {name or 'call'}")
         if name.startswith("pipeline.") or (name.startswith("arch.") and name not in PURE_ARCH):
             self.unmodeled(node, name.replace("arch.", "cute.arch.", 1), "synchronization primitive not modeled")
             return Unknown(f"result of {name}")
