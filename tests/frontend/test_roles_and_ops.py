@@ -786,3 +786,23 @@ layout = cutlass.utils.sm100.make_smem_layout_a(mA, 4)
     m = model(src)
     assert [(u.construct, u.why) for u in m.unmodeled] == [
         ("utils.gemm.sm100.epilogue", "call receives a pipeline, pipeline state or barrier")]
+
+
+def test_host_attributes_derived_from_a_defaulted_stage_count_agree_with_it():
+    # CUTLASS's block-scaled GEMMs: `self.num_acc_stage, ... = self._compute_stages(...)` does not
+    # fold, then `self.overlapping_accum = self.num_acc_stage == 1`. The stage count takes the
+    # default where it is assigned, so the derived flag folds with it instead of being a free
+    # choice that contradicts the buffers' two stages.
+    src = kernel_source("""\
+if cutlass.const_expr(self.overlapping_accum):
+    cute.arch.sync_threads()
+""", init="self._setup()", extra_class='''
+def _setup(self):
+    self.num_acc_stage, self.num_c_stage = self._compute_stages(smem_capacity_from_host())
+    self.overlapping_accum = self.num_acc_stage == 1
+''')
+    src = src.replace("        self.kernel(mA).launch(", "        self._setup()\n        self.kernel(mA).launch(")
+    m = model(src)
+    assert not m.unmodeled
+    assert not [o for o in ops(m, 0) if isinstance(o, (ir.Choice, ir.NamedBarrier))]
+    assert any("self.num_acc_stage" in a and "assumed 2 stages" in a for a in m.assumptions)

@@ -116,11 +116,19 @@ def check_shape(text: str) -> Optional[SyntaxError]:
     return None
 
 
-def _quiet_interp(info, self_obj, methods, env=None, cta=0, warp=0, cluster=1):
+def _quiet_interp(info, self_obj, methods, env=None, cta=0, warp=0, cluster=1, stage_default=None):
     ctx = I.WarpContext(cta=cta, warp=warp, cluster=cluster, ctas=1, threads=32, trips={}, trip_bound=1,
                         discovered={})
     it = I.KernelInterp(info, ctx, self_obj, methods, env or {}, I.Registry(None))
+    it.host_stage_default = stage_default
     return it
+
+
+def _host_stage_default(pins: dict) -> int:
+    """The stage count host code gives an unfoldable stage-count attribute: the `stages` pin, or
+    the default."""
+    pinned = pins.get("stages")
+    return pinned if isinstance(pinned, int) and not isinstance(pinned, bool) and pinned > 0 else DEFAULT_STAGES
 
 
 def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
@@ -142,7 +150,7 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
         if fn is None or fn is site.node:
             continue
         before = dict(self_obj.attrs)
-        it = _quiet_interp(info, self_obj, methods)
+        it = _quiet_interp(info, self_obj, methods, stage_default=_host_stage_default(pins))
         it.no_inline.add(site.node)
         for p in fn.params.params:
             n = p.name.value
@@ -349,7 +357,7 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
     threads = cluster = grid = None
     if launch is not None:
         host = launch.host
-        it = _quiet_interp(info, self_obj, methods)
+        it = _quiet_interp(info, self_obj, methods, stage_default=_host_stage_default(pins))
         it.no_inline.add(site.node)
         for p in host.params.params:
             n = p.name.value
@@ -490,6 +498,8 @@ def _assume_default_stages(self_obj, params, assumptions):
             if _is_stage_count_name(k) and isinstance(v, Unknown):
                 self_obj.attrs[k] = DEFAULT_STAGES
                 names.append(f"self.{k}")
+            elif k in self_obj.stage_defaults and v == _host_stage_default({}):
+                names.append(f"self.{k}")  # defaulted where the host assigned it
     for k, v in params.items():
         if _is_stage_count_name(k) and isinstance(v, Unknown):
             params[k] = DEFAULT_STAGES

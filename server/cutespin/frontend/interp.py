@@ -532,6 +532,9 @@ class KernelInterp:
         self.depth = 0
         self.active_helpers: list = []  # function nodes being inlined, outermost first
         self.summarized_loops: set = set()  # long memory-only loops checked as one trip
+        # Host code only (`_fold_self`, the launcher): the stage count an unfoldable stage-count
+        # attribute takes when it is assigned (see `assign`); None in device code.
+        self.host_stage_default: Optional[int] = None
         self.runtime_indices: dict = {}  # loop variable -> bound text, inside runtime loops
         self.runtime_loop_text: Optional[str] = None  # set by loop_values for a runtime bound
         self.call_sites: list = []  # lines of the helper calls being interpreted (innermost last)
@@ -735,8 +738,16 @@ class KernelInterp:
                     self.assign(e, Unknown("unpacked runtime value", key=_combine("item", i, key)), node)
         elif isinstance(target, cst.Attribute):
             base = self.eval(target.value)
+            attr = target.attr.value
+            if isinstance(base, SelfObj) and self.host_stage_default is not None and isinstance(value, Unknown) \
+                    and is_stage_count_name(attr) and (not _is_int(base.attrs.get(attr)) or attr in base.stage_defaults):
+                # Host code: `self.num_acc_stage, ... = self._compute_stages(...)` does not fold, and
+                # `self.overlapping_accum = self.num_acc_stage == 1` must see the stage count the
+                # model uses, not an independent unknown (a contradicting configuration).
+                value = self.host_stage_default
+                base.stage_defaults.add(attr)
             if isinstance(base, (SelfObj, Record)):
-                base.attrs[target.attr.value] = value
+                base.attrs[attr] = value
         elif isinstance(target, cst.Subscript):
             base = self.eval(target.value)
             if isinstance(base, Smem) and base.tmem:

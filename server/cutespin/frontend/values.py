@@ -343,6 +343,9 @@ class ElectCtx:
 @dataclass
 class SelfObj:
     attrs: dict
+    # Stage-count attributes host code assigned from values that do not fold, which took the
+    # default stage count right there (so that what the host derives from them agrees).
+    stage_defaults: set = field(default_factory=set)
 
 
 def _flatten(t):
