@@ -806,3 +806,21 @@ def _setup(self):
     assert not m.unmodeled
     assert not [o for o in ops(m, 0) if isinstance(o, (ir.Choice, ir.NamedBarrier))]
     assert any("self.num_acc_stage" in a and "assumed 2 stages" in a for a in m.assumptions)
+
+
+def test_a_method_of_an_unknown_object_handed_a_pipeline_state_is_unmodeled():
+    # cutlass EFC: `self.efc.kernel.load_tensor_subtiles(subtile_idx, c_pipeline, state)`.
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=4)
+c_pipeline = pipeline.PipelineAsync.create(
+    num_stages=2,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    barrier_storage=bars,
+)
+state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+self.efc.kernel.load_tensor_subtiles(0, c_pipeline, state)
+""", init="self.efc = efc_from_host()")
+    m = model(src)
+    assert [u.construct for u in m.unmodeled] == [".load_tensor_subtiles(...)"]

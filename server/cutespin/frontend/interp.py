@@ -2157,9 +2157,11 @@ class KernelInterp:
             # A pipeline we could not build (e.g. a package subclass's `create` we cannot follow).
             self.unmodeled(node, f".{meth}(...)", "pipeline method on an object that could not be resolved")
             return Unknown(f"result of .{meth}()")
-        sync_args = [v for v in args + list(kwargs.values()) if isinstance(v, (Smem, NamedBarrierObj))]
+        sync_args = [v for v in args + list(kwargs.values()) if isinstance(v, (Smem, NamedBarrierObj) + SYNC_OBJECTS)]
         if sync_args and meth not in ("partition_shape_A", "partition_shape_B", "make_fragment_A",
                                       "make_fragment_B", "make_fragment_C", "retile"):
+            # Also a pipeline or its state handed to an object we cannot follow (cutlass EFC's
+            # `self.efc.kernel.load_tensor_subtiles(i, c_pipeline, state)` commits on it).
             self.unmodeled(node, f".{meth}(...)", "method call on an unknown object receives a barrier or buffer")
         if meth in WORK_TILE_METHODS:
             # The tile a CTA works on is the same for all its threads; the n-th call at one site
