@@ -310,3 +310,21 @@ def test_an_unknown_pair_flag_is_a_one_cta_allocation_in_a_one_cta_cluster():
 def test_an_unknown_pair_flag_in_a_larger_cluster_stays_unmodeled():
     k = build_models(_allocator_with_unknown_pair_flag(cluster="(2, 1, 1)"), "k.py", Settings())[0]
     assert {(u.construct, u.why) for u in k.unmodeled} >= {("TmemAllocator.allocate", "is_two_cta is not known")}
+
+
+def test_a_variable_named_for_the_accumulator_stage_selects_it():
+    # CUTLASS block-scaled GEMMs: `acc_stage_index = acc_consumer_state.index` (or `phase` with an
+    # overlapping accumulator), then `tTR_tAcc_base[(None, ..., acc_stage_index)]`.
+    _, ops = _ops("""
+s0.advance()
+acc_stage_index = s0.index
+cute.copy(t2r, tTR[(None, None, None, acc_stage_index)], regs)
+""")
+    assert [r.region.name for r in _tmem(ops, ir.AsyncRead)] == ["TMEM[stage 1] (CTA 0)"]
+    # Any other name is a sub-tile or k-block index inside the buffer.
+    _, ops = _ops("""
+s0.advance()
+sub_idx = s0.index
+cute.copy(t2r, tTR[(None, None, None, sub_idx)], regs)
+""")
+    assert [r.region.name for r in _tmem(ops, ir.AsyncRead)] == ["TMEM (CTA 0)"]

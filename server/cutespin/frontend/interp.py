@@ -3437,14 +3437,18 @@ def _tmem_buffer(it) -> Smem:
 
 def _tmem_subscript(it, base: Smem, node):
     """A subscript of a TMEM tensor is a view. It selects an accumulator stage when its last index
-    is a pipeline state's `.index` (`tCtAcc_base[(None, None, None, acc_state.index)]`) that
-    folds; other indices (sub-tiles, k-blocks) stay inside the same buffer."""
+    is a pipeline state's `.index` (`tCtAcc_base[(None, None, None, acc_state.index)]`), or a
+    variable whose name says it is a stage (`acc_stage_index`), that folds; other indices
+    (sub-tiles, k-blocks) stay inside the same buffer."""
     last = node.slice[-1].slice
     if len(node.slice) == 1 and isinstance(last, cst.Index) and isinstance(last.value, cst.Tuple) \
             and last.value.elements:
         last = cst.Index(last.value.elements[-1].value)  # t[(a, b, s)]
-    if base.stage is None and isinstance(last, cst.Index) and isinstance(last.value, cst.Attribute) \
-            and last.value.attr.value == "index":
+    if base.stage is None and isinstance(last, cst.Index) and (
+            isinstance(last.value, cst.Attribute) and last.value.attr.value == "index"
+            or isinstance(last.value, cst.Name) and "stage" in last.value.value.lower()):
+        # `acc_state.index`, or a variable named for the stage it holds (`acc_stage_index =
+        # acc_producer_state.index`, or `phase ^ 1` with an overlapping accumulator).
         stage = it.eval(last.value)
         if isinstance(stage, LaneVal):
             stage = stage.uniform()
