@@ -312,19 +312,25 @@ def test_an_unknown_pair_flag_in_a_larger_cluster_stays_unmodeled():
     assert {(u.construct, u.why) for u in k.unmodeled} >= {("TmemAllocator.allocate", "is_two_cta is not known")}
 
 
-def test_a_variable_named_for_the_accumulator_stage_selects_it():
-    # CUTLASS block-scaled GEMMs: `acc_stage_index = acc_consumer_state.index` (or `phase` with an
-    # overlapping accumulator), then `tTR_tAcc_base[(None, ..., acc_stage_index)]`.
+def test_a_variable_assigned_only_a_state_index_selects_the_accumulator_stage():
+    # CUTLASS block-scaled GEMMs: `acc_stage_index = acc_consumer_state.index` (or `phase ^ 1`
+    # with an overlapping accumulator), then `tTR_tAcc_base[(None, ..., acc_stage_index)]`.
     _, ops = _ops("""
 s0.advance()
 acc_stage_index = s0.index
 cute.copy(t2r, tTR[(None, None, None, acc_stage_index)], regs)
 """)
     assert [r.region.name for r in _tmem(ops, ir.AsyncRead)] == ["TMEM[stage 1] (CTA 0)"]
-    # Any other name is a sub-tile or k-block index inside the buffer.
+    _, ops = _ops("""
+acc_index = s0.phase ^ 1
+cute.copy(t2r, tTR[(None, None, None, acc_index)], regs)
+""")
+    assert [r.region.name for r in _tmem(ops, ir.AsyncRead)] == ["TMEM[stage 1] (CTA 0)"]
+    # A variable assigned anything else (a sub-tile or k-block index) stays inside the buffer,
+    # whatever its name.
     _, ops = _ops("""
 s0.advance()
-sub_idx = s0.index
-cute.copy(t2r, tTR[(None, None, None, sub_idx)], regs)
+sub_stage = 1
+cute.copy(t2r, tTR[(None, None, None, sub_stage)], regs)
 """)
     assert [r.region.name for r in _tmem(ops, ir.AsyncRead)] == ["TMEM (CTA 0)"]

@@ -56,6 +56,8 @@ class ModuleInfo:
     # Source text of nodes by identity: the interpreter asks for the same expressions' text (keys,
     # bound texts) in every warp and configuration, and libcst regenerates it on each call.
     texts: dict = field(default_factory=dict, repr=False, compare=False)
+    # Facts the interpreter derives once from the whole module (interp `_state_index_names`).
+    derived: dict = field(default_factory=dict, repr=False, compare=False)
 
     def span(self, node: cst.CSTNode) -> Span:
         pos = self.positions[node]

@@ -3435,10 +3435,46 @@ def _tmem_buffer(it) -> Smem:
     return Smem(alloc="tmem", label="TMEM", cta=it.ctx.cta, tmem=True)
 
 
+def _is_state_index_expr(e) -> bool:
+    """`st.index`, `st.phase`, or `st.phase ^ 1`: a pipeline state's stage (or, with an
+    overlapping accumulator, its phase used as the stage)."""
+    if isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.BitXor) and isinstance(e.right, cst.Integer):
+        e = e.left
+    return isinstance(e, cst.Attribute) and e.attr.value in ("index", "phase")
+
+
+def _state_index_names(info) -> frozenset:
+    """Names the module assigns only from a pipeline state's stage (`_is_state_index_expr`): a
+    TMEM subscript by one of them selects an accumulator stage like `st.index` itself."""
+    cached = info.derived.get("state_index_names")
+    if cached is not None:
+        return cached
+    good: set = set()
+    bad: set = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign):
+            for t in node.targets:
+                for name in _target_names(t.target):
+                    ok = isinstance(t.target, cst.Name) and _is_state_index_expr(node.value)
+                    (good if ok else bad).add(name)
+
+        def visit_AugAssign(self, node: cst.AugAssign):
+            bad.update(_target_names(node.target))
+
+        def visit_For(self, node: cst.For):
+            bad.update(_target_names(node.target))
+
+    info.module.visit(V())
+    names = frozenset(good - bad)
+    info.derived["state_index_names"] = names
+    return names
+
+
 def _tmem_subscript(it, base: Smem, node):
     """A subscript of a TMEM tensor is a view. It selects an accumulator stage when its last index
     is a pipeline state's `.index` (`tCtAcc_base[(None, None, None, acc_state.index)]`), or a
-    variable whose name says it is a stage (`acc_stage_index`), that folds; other indices
+    variable only ever assigned a state's stage (`_state_index_names`), that folds; other indices
     (sub-tiles, k-blocks) stay inside the same buffer."""
     last = node.slice[-1].slice
     if len(node.slice) == 1 and isinstance(last, cst.Index) and isinstance(last.value, cst.Tuple) \
@@ -3446,9 +3482,9 @@ def _tmem_subscript(it, base: Smem, node):
         last = cst.Index(last.value.elements[-1].value)  # t[(a, b, s)]
     if base.stage is None and isinstance(last, cst.Index) and (
             isinstance(last.value, cst.Attribute) and last.value.attr.value == "index"
-            or isinstance(last.value, cst.Name) and "stage" in last.value.value.lower()):
-        # `acc_state.index`, or a variable named for the stage it holds (`acc_stage_index =
-        # acc_producer_state.index`, or `phase ^ 1` with an overlapping accumulator).
+            or isinstance(last.value, cst.Name) and last.value.value in _state_index_names(it.info)):
+        # `acc_state.index`, or a variable only ever assigned one (`acc_stage_index =
+        # acc_producer_state.index`, or `.phase ^ 1` with an overlapping accumulator).
         stage = it.eval(last.value)
         if isinstance(stage, LaneVal):
             stage = stage.uniform()
