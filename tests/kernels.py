@@ -33,3 +33,19 @@ def line_of(src: str, needle: str, nth: int = 1) -> int:
             if count == nth:
                 return i
     raise AssertionError(f"{needle!r} not found")
+
+
+def async_pipeline(name: str = "pipe", stages: int = 2) -> str:
+    """Kernel-body lines creating `name`, a PipelineAsync of one 32-thread producer and consumer
+    group over `bars` (2 x stages mbarriers), and `warp_idx`."""
+    return f"""\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems={2 * stages})
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+{name} = pipeline.PipelineAsync.create(
+    num_stages={stages},
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    barrier_storage=bars,
+)
+"""

@@ -10,7 +10,7 @@ import pytest
 from cutespin import api, ir
 from cutespin.config import Settings
 from cutespin.frontend import build_models
-from tests.kernels import kernel_source
+from tests.kernels import async_pipeline, kernel_source
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "hopper_persistent_gemm_ok.py"
 
@@ -140,16 +140,7 @@ def test_an_epilogue_buffer_that_does_not_rotate_across_tiles_is_a_race():
 
 # ---------------------------------------------------------------- bounds a loop divides
 
-PAIRS = """\
-smem = cutlass.utils.SmemAllocator()
-bars = smem.allocate_array(cutlass.Int64, num_elems=4)
-warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-pipe = pipeline.PipelineAsync.create(
-    num_stages=2,
-    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
-    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
-    barrier_storage=bars,
-)
+PAIRS = async_pipeline() + """\
 k_tile_cnt = cute.size(mA, mode=[1])
 if warp_idx == 0:
     st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)

@@ -3,7 +3,7 @@ from cutespin import ir
 from cutespin.config import Settings
 from cutespin.frontend import build_models
 
-from ..kernels import kernel_source, line_of
+from ..kernels import async_pipeline, kernel_source, line_of
 
 INIT_BAR = """\
 smem = cutlass.utils.SmemAllocator()
@@ -770,15 +770,7 @@ def leave(self):
 def test_a_library_helper_handed_a_pipeline_is_unmodeled_not_pure():
     # cutlass's `utils.gemm.sm100.epilogue(self, ..., acc_consumer_state, acc_pipeline)` waits on
     # and releases the accumulator pipeline; `utils.` helpers are otherwise layout arithmetic.
-    src = kernel_source("""\
-smem = cutlass.utils.SmemAllocator()
-bars = smem.allocate_array(cutlass.Int64, num_elems=4)
-acc_pipeline = pipeline.PipelineAsync.create(
-    num_stages=2,
-    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
-    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
-    barrier_storage=bars,
-)
+    src = kernel_source(async_pipeline("acc_pipeline") + """\
 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
 state = cutlass.utils.gemm.sm100.epilogue(self, state, acc_pipeline)
 layout = cutlass.utils.sm100.make_smem_layout_a(mA, 4)
@@ -810,15 +802,7 @@ def _setup(self):
 
 def test_a_method_of_an_unknown_object_handed_a_pipeline_state_is_unmodeled():
     # cutlass EFC: `self.efc.kernel.load_tensor_subtiles(subtile_idx, c_pipeline, state)`.
-    src = kernel_source("""\
-smem = cutlass.utils.SmemAllocator()
-bars = smem.allocate_array(cutlass.Int64, num_elems=4)
-c_pipeline = pipeline.PipelineAsync.create(
-    num_stages=2,
-    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
-    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
-    barrier_storage=bars,
-)
+    src = kernel_source(async_pipeline("c_pipeline") + """\
 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
 self.efc.kernel.load_tensor_subtiles(0, c_pipeline, state)
 """, init="self.efc = efc_from_host()")
