@@ -1274,6 +1274,38 @@ def _dimensions_size(dims: list) -> int:
     return n
 
 
+def _trips_text(c) -> str:
+    counts = set(c.trips.values())
+    return f"all {counts.pop()}" if len(counts) == 1 and len(c.trips) > 1 else \
+        ", ".join(f"`{k}` = {v}" for k, v in c.trips.items()) or "none"
+
+
+def _compiled_configs(configs, run_config, registry):
+    """Run each configuration, leaving out those the DSL could not trace (NotCompiled: e.g.
+    `FP8` false with `NVFP4` true, where a pipeline the kernel only builds for FP8 is None): no
+    kernel is compiled for them. Each one left out is stated; when none traces, the first
+    failure is unmodeled."""
+    kept, runs, failures = [], [], []
+    for c in configs:
+        before = dict(registry.unmodeled)
+        try:
+            runs.append(run_config(c))
+            kept.append(c)
+        except I.NotCompiled as e:
+            registry.unmodeled.clear()
+            registry.unmodeled.update(before)
+            failures.append((c, e))
+    for labels in dict.fromkeys(c.cond_labels for c, _ in failures):
+        dropped = [(c, e) for c, e in failures if c.cond_labels == labels]
+        trips = "every trip count" if len(dropped) == sum(c.cond_labels == labels for c in configs) else \
+            "trip counts " + "; ".join(_trips_text(c) for c, _ in dropped)
+        registry.assume(f"configuration {'; '.join(labels) or 'without fixed conditions'} with {trips} not "
+                        f"checked: {dropped[0][1]} there, so the DSL trace fails and no kernel is compiled for it")
+    if not kept:
+        raise I.Unsupported(f"no configuration traces: {failures[0][1]}")
+    return kept, runs
+
+
 def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_config, bound):
     """CTA-uniform runtime conditions whose sides advance a pipeline state differently (`if
     has_x: state.advance()`, `if block_count > 0: <loop advancing the state>`): after such a
@@ -1317,7 +1349,7 @@ def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_c
         try:
             # The interpretation budget (MAX_KERNEL_STEPS) goes on counting from the runs before:
             # splitting must not make the front end much slower than leaving the states unknown.
-            runs = [run_config(c) for c in configs]
+            configs, runs = _compiled_configs(configs, run_config, registry)
         except I.Unsupported:
             # Past the budget: the last complete runs, with the other states unknown after their
             # branches (their uses stay unmodeled).
@@ -1392,6 +1424,11 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
                     registry.add_unmodeled(ir.Unmodeled(def_span.line, "kernel body", str(e)))
                     if e.whole_kernel:
                         raise
+                except I.NotCompiled as e:
+                    if conds:
+                        raise  # this configuration is not compiled (_split_uniform_conditions)
+                    registry.add_unmodeled(ir.Unmodeled(def_span.line, "kernel body", f"{e}: the DSL trace fails "
+                                                        "there, so the kernel does not compile as written"))
                 except RecursionError:
                     registry.add_unmodeled(ir.Unmodeled(def_span.line, "kernel body", "nesting too deep"))
                 procs.append((cta, w, it))

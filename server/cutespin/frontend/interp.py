@@ -20,7 +20,7 @@ import libcst as cst
 from .. import ir
 from . import pipelines as P
 from .discover import ModuleInfo, canonical, qualify
-from .project import LIBRARY_PIPELINE_PREFIXES, ClassAttr, LibraryName, ModuleConst, local_class_ref
+from .project import LIBRARY_PIPELINE_PREFIXES, ClassAttr, LibraryName, ModuleConst, UndefinedName, local_class_ref
 from .values import _flatten as _flat
 from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, ClassRef, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LambdaRef,
@@ -43,6 +43,15 @@ class Unsupported(Exception):
     def __init__(self, message: str, whole_kernel: bool = False):
         super().__init__(message)
         self.whole_kernel = whole_kernel  # a budget: no other warp or configuration will fare better
+
+
+class NotCompiled(Exception):
+    """Raised where the DSL's own trace of the kernel would fail (a pipeline method called on a
+    variable that is None in this configuration, a name the package module does not define):
+    no kernel is compiled for the configuration or compile-time branch side that reaches it, so
+    nothing there can hang on the GPU. build_kernel drops such a configuration, and a
+    `const_expr` branch drops such a side, each with a stated assumption; anywhere else it is
+    unmodeled."""
 
 
 class _Return(Exception):
@@ -482,6 +491,24 @@ PIPELINE_METHODS = {
     "producer_acquire", "producer_commit", "producer_tail", "consumer_wait", "consumer_release",
     "producer_get_barrier", "consumer_get_barrier",
 }
+# Methods of pipelines, their participants and handles: called on a variable that holds None
+# (`pk_producer = None` ... `if const_expr(NVFP4): pk_producer = ...create(...)`), the trace fails.
+SYNC_METHOD_NAMES = PIPELINE_METHODS | {
+    "acquire", "acquire_and_advance", "wait", "wait_and_advance", "commit", "release", "tail",
+    "producer_try_acquire", "consumer_try_wait", "make_participants",
+}
+
+
+def _is_const_expr_test(node) -> bool:
+    """`if const_expr(c):` / `if not const_expr(c):` / `elif cutlass.const_expr(c):`."""
+    test = getattr(node, "test", None)
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    if not isinstance(test, cst.Call):
+        return False
+    f = test.func
+    name = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else ""
+    return name == "const_expr"
 
 
 def _view_name(name: str) -> bool:
@@ -837,6 +864,7 @@ class KernelInterp:
         attrs0 = dict(self.self_obj.attrs) if self.self_obj is not None else None
         outs, envs, attrs, returned, partial, memos = [], [], [], {}, {}, []
         continued = set()  # sides that ended the loop iteration (`continue`)
+        failed = {}  # sides of a compile-time branch whose trace fails (NotCompiled)
         for k, body in enumerate(bodies):
             memos.append({})
             self.env = _fresh_env(env0, memos[-1])
@@ -851,6 +879,10 @@ class KernelInterp:
             try:
                 if body is not None:
                     self.exec_guarded(body, "a runtime condition", may_return=True)
+            except NotCompiled as e:
+                if not _is_const_expr_test(node):
+                    raise  # both sides of a runtime branch are traced
+                failed[k] = e
             except _PartialReturn as pr:
                 partial[k] = pr
             except _Return as r:
@@ -864,6 +896,12 @@ class KernelInterp:
             envs.append(self.env)
             if attrs0 is not None:
                 attrs.append(self.self_obj.attrs)
+        if failed:
+            self.env = env0
+            if attrs0 is not None:
+                self.self_obj.attrs = attrs0
+            self.compile_time_side(bodies, failed, node, key if shared is not None else None)
+            return
         going_on = [k for k in range(len(bodies)) if k not in returned and k not in continued]
         # Both sides of a uniform condition went on: a value they set differently is still the
         # same in every thread, a select on the condition (P14).
@@ -894,6 +932,25 @@ class KernelInterp:
             raise _Return(values[0] if all(_same(v, values[0]) for v in values) else
                           Unknown(f"returned on several sides of the branch at line {line}"))
         raise _PartialReturn(slots, values, line)
+
+    def compile_time_side(self, bodies, failed, node, key):
+        """A `const_expr` branch one of whose sides the DSL could not trace (NotCompiled): the
+        condition is fixed when the kernel is compiled, and a kernel that compiles takes the
+        other side, which runs like a folded branch from the state before the branch."""
+        if len(failed) == len(bodies):
+            raise next(iter(failed.values()))
+        ok = next(k for k in range(len(bodies)) if k not in failed)
+        why = next(iter(failed.values()))
+        self.registry.assume(f"the compile-time condition `{self.code(node.test)}` (line {self.span(node).line}) "
+                             f"takes the side that traces: on the other, {why} and the kernel would not compile")
+        saved_facts = dict(self.facts)
+        if key is not None:
+            self.facts[key] = ok == 0
+        try:
+            if bodies[ok] is not None:
+                self.exec_block(bodies[ok])
+        finally:
+            self.facts = saved_facts
 
     def join_states(self, node, key, memos, envs):
         """Pipeline states after a runtime branch. Each side advanced its own copy of every state
@@ -1467,6 +1524,8 @@ class KernelInterp:
                 return self.class_attribute(target.cls, target.attr)
             if isinstance(target, LibraryName):
                 return ModuleRef(target.qualname)
+            if isinstance(target, UndefinedName):
+                return target
             if isinstance(target, ModuleConst) and target.name not in self.const_stack:
                 self.const_stack.add(target.name)  # `A = B` / `B = A` across modules: no loop
                 try:
@@ -1915,6 +1974,9 @@ class KernelInterp:
                                    node)
         if isinstance(target, LambdaRef):
             return self.call_lambda(target, args, kwargs, node)
+        if isinstance(target, UndefinedName):
+            raise NotCompiled(f"line {self.span(node).line}: `{target.qualname}` is not defined in "
+                              f"{target.module_path or 'its module'}")
         if isinstance(target, LibraryCreate):
             return P.with_class(P.create(self, target.cls.library_base, args, kwargs, node), target.cls)
         if isinstance(target, ClassRef) and _is_struct_class(target.node) or \
@@ -2047,6 +2109,9 @@ class KernelInterp:
         return Unknown(f"result of {name or 'call'}")
 
     def call_method(self, base, meth, args, kwargs, node):
+        if base is None and meth in SYNC_METHOD_NAMES and isinstance(node, cst.Call) \
+                and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, (cst.Name, cst.Attribute)):
+            raise NotCompiled(f"line {self.span(node).line}: `{self.code(node.func)}` is called on None")
         if isinstance(base, tuple) and meth in ("append", "extend") and len(args) == 1 and not kwargs \
                 and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
                 and isinstance(node.func.value, cst.Name) and node.func.value.value in self.env:

@@ -13,6 +13,7 @@ check, and re-exports are followed with a visited set.
 """
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -115,6 +116,25 @@ class LibraryName:
     that module imports from `cutlass.memory`): the interpreter treats it as the library name."""
 
     qualname: str
+
+
+def surely_undefined(mod: ModuleInfo, name: str) -> bool:
+    """The module's text never spells `name` as a word and nothing in it can create names it does
+    not spell (a star import, a module `__getattr__`, `globals()`, `setattr`, `exec`)."""
+    text = "\n".join(mod.source_lines) if mod.source_lines else mod.module.code
+    if re.search(rf"\b{re.escape(name)}\b", text):
+        return False
+    return not re.search(r"import\s+\*|def\s+__getattr__|\bglobals\s*\(|\bsetattr\s*\(|\bexec\s*\(|\b__dict__\b", text)
+
+
+@dataclass(frozen=True)
+class UndefinedName:
+    """A name a parsed module of the package surely does not define (`utils.fill_oob` where
+    `utils` is a sibling module in which `fill_oob` appears nowhere): the DSL's trace of a call
+    to it fails with AttributeError, so no kernel is compiled along that path."""
+
+    qualname: str
+    module_path: str
 
 
 @dataclass(frozen=True)
@@ -260,7 +280,11 @@ class Project:
             if target.split(".")[0] in LIBRARY_PACKAGES:
                 return LibraryName(target)
             return self.resolve(target, seen)
-        return self.resolve(".".join([mod_name, name] + tail), seen)  # a submodule
+        found = self.resolve(".".join([mod_name, name] + tail), seen)  # a submodule
+        if found is None and not tail and self.module_file(f"{mod_name}.{name}") is None \
+                and surely_undefined(mod, name):
+            return UndefinedName(f"{mod_name}.{name}", mod.path)
+        return found
 
     def class_ref(self, mod: ModuleInfo, name: str, _depth: int = 0) -> ClassRef:
         key = (mod.path, name)
