@@ -169,3 +169,63 @@ def test_a_bound_that_another_loop_halves_takes_even_trip_counts():
     assert any("`k_tile_cnt` is taken to be a multiple of 2" in a for a in m.assumptions)
     result = api.check_source(src, "k.py", Settings().with_overrides(verify_fixes=False), with_fixes=False)
     assert result.kernels[0].verdict == "verified", result.kernels[0].reason
+
+
+# ---------------------------------------------------------------- host branches that pick the cluster
+
+PAIR_INIT = """\
+if topk % 256 == 1:
+    self.cluster_shape_mn = (2, 1)
+    self.pair = 2
+else:
+    self.cluster_shape_mn = (1, 1)
+    self.pair = 1
+"""
+
+# Only the leader CTA of an MMA pair produces: `bidx % self.pair == 0`.
+PAIR_BODY = async_pipeline() + """\
+bidx, _, _ = cute.arch.block_idx()
+is_leader = bidx % self.pair == 0
+if warp_idx == 0:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+    if is_leader:
+        pipe.producer_acquire(st)
+        pipe.producer_commit(st)
+if warp_idx == 1:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+    pipe.consumer_wait(st)
+    pipe.consumer_release(st)
+"""
+
+
+def _pair_kernel(init: str = PAIR_INIT, cluster: str = "(*self.cluster_shape_mn, 1)") -> str:
+    return kernel_source(PAIR_BODY, init=init, cluster=cluster)
+
+
+def test_a_host_branch_setting_the_cluster_shape_runs_on_the_modeled_clusters_side(require_spin):
+    src = _pair_kernel()
+    m = build_models(src, "k.py", Settings())[0]
+    assert m.cluster_size == 1
+    said = [a for a in m.assumptions if a.startswith("the host condition")]
+    assert said == ["the host condition `topk % 256 == 1` (line 9) is taken as False: that side sets "
+                    "self.cluster_shape_mn = (1, 1), the modeled cluster, and the attributes that go with it"]
+    assert _line(src, "if topk % 256 == 1") == 9
+    result = api.check_source(src, "k.py", Settings().with_overrides(verify_fixes=False), with_fixes=False)
+    assert result.kernels[0].verdict == "verified", result.kernels[0].reason
+
+
+def test_with_the_pair_flag_unknown_the_leader_test_is_a_choice(require_spin):
+    # The same kernel with the flag set outside the branch: the leader test does not fold, and the
+    # consumer may wait for a commit that never comes. This is what the side taken above avoids.
+    init = PAIR_INIT.replace("    self.pair = 2\n", "").replace("    self.pair = 1\n", "") + "self.pair = pair_from_host()\n"
+    src = _pair_kernel(init)
+    result = api.check_source(src, "k.py", Settings().with_overrides(verify_fixes=False), with_fixes=False)
+    kr = result.kernels[0]
+    assert kr.verdict == "counterexample", kr.reason
+    assert [f.code for f in kr.findings] == ["CS101"]
+
+
+def test_a_launch_cluster_not_built_from_the_attribute_takes_no_side():
+    src = _pair_kernel(cluster="(1, 1, 1)")
+    m = build_models(src, "k.py", Settings())[0]
+    assert not [a for a in m.assumptions if a.startswith("the host condition")]

@@ -131,11 +131,68 @@ def _host_stage_default(pins: dict) -> int:
     return pinned if isinstance(pinned, int) and not isinstance(pinned, bool) and pinned > 0 else DEFAULT_STAGES
 
 
+def _launch_cluster_from_attributes(info: ModuleInfo, site: KernelSite) -> bool:
+    """The launch's cluster is built from a cluster shape attribute (`cluster=(*self.cluster_shape_mn,
+    1)`), or the launch is not found: then the attribute is the cluster the kernel runs in."""
+    launch = info.launches.get(site.qualname)
+    if launch is None:
+        return True
+    arg = next((a for a in launch.launch.args if a.keyword is not None and a.keyword.value == "cluster"), None)
+    return arg is None or any(name in info.code(arg.value) for name in CLUSTER_SHAPE_NAMES)
+
+
+def _cluster_sides(info: ModuleInfo, fn: cst.FunctionDef, pins: dict, assumptions: list) -> dict:
+    """Host `if` statements of `fn` both of whose sides set a cluster shape attribute to a literal
+    (`if self.topk % 256 == 1: self.cluster_shape_mn = (2, 1); self.use_2cta_instrs = True
+    else: self.cluster_shape_mn = (1, 1); self.use_2cta_instrs = False`), exactly one of them to
+    the modeled cluster: that side is taken, so the attributes set with the shape (the 2-CTA
+    flag, `atom_thr_size`) agree with the cluster the kernel is checked in. Stated."""
+    sides: dict = {}
+
+    def literal_shape(body, name):
+        for stmt in body.body if isinstance(body, cst.IndentedBlock) else []:
+            for small in getattr(stmt, "body", []) if isinstance(stmt, cst.SimpleStatementLine) else []:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                    t = small.targets[0].target
+                    if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self" \
+                            and t.attr.value == name and isinstance(small.value, cst.Tuple):
+                        vals = [e.value for e in small.value.elements]
+                        if all(isinstance(v, cst.Integer) for v in vals):
+                            return tuple(int(v.value) for v in vals)
+        return None
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node):
+            return node is fn  # not into nested functions
+
+        def visit_If(self, node: cst.If):
+            if not isinstance(node.orelse, cst.Else):
+                return
+            for name in CLUSTER_SHAPE_NAMES:
+                shapes = [literal_shape(node.body, name), literal_shape(node.orelse.body, name)]
+                if None in shapes:
+                    continue
+                modeled = _cluster_shape(name, pins)
+                hits = [k for k, sh in enumerate(shapes) if sh[:len(modeled)] == modeled]
+                if len(hits) == 1:
+                    sides[node] = hits[0] == 0
+                    assumptions.append(f"the host condition `{info.code(node.test)}` (line "
+                                       f"{info.span(node.test).line}) is taken as {hits[0] == 0}: that side "
+                                       f"sets self.{name} = {shapes[hits[0]]}, the modeled cluster, and the "
+                                       f"attributes that go with it")
+                    return
+
+    fn.visit(V())
+    return sides
+
+
 def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
-               defaulted: Optional[set] = None) -> SelfObj:
+               defaulted: Optional[set] = None, forced: Optional[list] = None) -> SelfObj:
     """`self.*` attributes as the class's methods set them (`__init__` first), interpreted with
     their control flow: an attribute set differently on two branches becomes unknown. A value
-    folded by one method is kept when a later method re-assigns it from something unknown."""
+    folded by one method is kept when a later method re-assigns it from something unknown. A
+    host `if` that sets the cluster shape on both sides runs on the modeled cluster's side
+    (`_cluster_sides`; its assumptions go to `forced`)."""
     self_obj = SelfObj({})
     assigned = {attr for attr, _ in self_assignments(site.cls)}
     # Methods inherited from base classes (of this file or of sibling modules) set attributes too.
@@ -152,6 +209,8 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
         before = dict(self_obj.attrs)
         it = _quiet_interp(info, self_obj, methods, stage_default=_host_stage_default(pins))
         it.no_inline.add(site.node)
+        if module is None and forced is not None and _launch_cluster_from_attributes(info, site):
+            it.forced_sides = _cluster_sides(info, fn, pins, forced)
         for p in fn.params.params:
             n = p.name.value
             if n != "self":
@@ -340,8 +399,10 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
     pins = {**settings.kernel_pins.get(site.qualname, {}), **site.pins}
     ignored = [(k, pins.pop(k)) for k in SHAPE_PINS if k in pins and not _positive_pin(k, pins[k])]
     defaulted: set = set()  # cluster-shape host arguments given the assumed 1-CTA shape
-    self_obj = _fold_self(info, site, methods, pins, defaulted) if site.cls is not None else None
+    forced: list = []  # host branches taken for the modeled cluster (`_cluster_sides`)
+    self_obj = _fold_self(info, site, methods, pins, defaulted, forced) if site.cls is not None else None
     assumptions: list = [f"pin `{k}={v}` ignored: expected a positive integer" for k, v in ignored]
+    assumptions += list(dict.fromkeys(forced))
     if self_obj is not None:
         for attr, val in list(self_obj.attrs.items()):
             hit, pv = _pin_matches(attr, pins)

@@ -550,6 +550,9 @@ class KernelInterp:
         self.out: list = []
         self.registry = registry
         self.in_const_expr = 0  # depth of `const_expr(...)` arguments being evaluated
+        # Host `if` statements run as folded to one side (`_cluster_sides` in build_kernel): the
+        # side that sets the modeled cluster shape, with the attributes that go with it.
+        self.forced_sides: dict = {}
         self.elected_lanes: set = set()
         self.role_hint: Optional[str] = None
         self.pending_fence_scope: Optional[str] = None  # fence.acq_rel before a relaxed atomic
@@ -788,7 +791,7 @@ class KernelInterp:
 
     # ---------------------------------------------------------------- control flow
     def exec_if(self, stmt: cst.If):
-        cond = self.eval_cond(stmt.test)
+        cond = self.forced_sides[stmt] if stmt in self.forced_sides else self.eval_cond(stmt.test)
         orelse = stmt.orelse
         else_body = None
         if isinstance(orelse, cst.Else):
