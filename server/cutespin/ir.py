@@ -155,6 +155,9 @@ class TmaLoad(Op):
     # A cta_group::2 load issued by the pair's leader: with byte counts not known, the leader's
     # expect counts the peer CTA's matching copy too (frontend `_units_in`).
     pair: bool = False
+    # A multicast copy to this many CTAs, bytes not known: the expect of the issuing CTA counts one
+    # unit from each CTA of the group, each taken to multicast the same copy (frontend `_units_in`).
+    mcast: int = 1
 
 
 @dataclass

@@ -935,7 +935,7 @@ class _Converter:
             region = self.n.region(op.dst) if op.dst is not None else None
             nbytes = op.nbytes if op.nbytes is not None else op.dst.nbytes if op.dst is not None else None
             return ir.TmaLoad(op.span, self.n.barrier(op.bar), region, nbytes or 0, self.lanes(op.mask),
-                              tx_known=nbytes is not None, pair=op.pair)
+                              tx_known=nbytes is not None, pair=op.pair, mcast=op.mcast)
         if isinstance(op, I.RawTmaStore):
             return ir.TmaStore(op.span, self.n.region(op.src), self.lanes(op.mask),
                                self.n.region(op.dst) if isinstance(op.dst, Gmem) else None)
@@ -997,17 +997,21 @@ def _assign_tx_units(processes: list, registry: I.Registry):
         return
     names = {}
     pairs: set = set()
+    mcasts: dict = {}
     for p in processes:
         for ops in p.variants:
-            _units_in(ops, unknown_bars, names, pairs)
+            _units_in(ops, unknown_bars, names, pairs, mcasts)
     for name in sorted(set(names.values())):
         registry.assume(f"transaction bytes on {name} match the TMA copies that complete it (byte counts not foldable)")
     for name in sorted(pairs):
         registry.assume(f"2-CTA TMA: the pair leader's expected bytes on {name} cover, for each copy it issues, the "
                         f"same copy issued by its peer CTA (byte counts not foldable)")
+    for name, n in sorted(mcasts.items()):
+        registry.assume(f"multicast TMA: the expected bytes on {name} cover, for each copy its CTA multicasts to "
+                        f"{n} CTAs, the same copy multicast by each of the others (byte counts not foldable)")
 
 
-def _units_in(ops, unknown_bars, names, pairs):
+def _units_in(ops, unknown_bars, names, pairs, mcasts):
     pending = []  # expect ops waiting for their copies, in order
     for op in ir.walk(ops):
         if isinstance(op, (ir.MbArrive, ir.MbExpectTx)) and op.bar.index in unknown_bars and (
@@ -1021,9 +1025,11 @@ def _units_in(ops, unknown_bars, names, pairs):
             op.tx_known = True
             expect = next((e for e in reversed(pending) if e.bar.index == op.bar.index), None)
             if expect is not None:
-                expect.tx += 2 if op.pair else 1
+                expect.tx += 2 if op.pair else op.mcast
                 if op.pair:
                     pairs.add(op.bar.name)
+                elif op.mcast > 1:
+                    mcasts[op.bar.name] = op.mcast
 
 
 def _package_notes(info: ModuleInfo, registry: I.Registry) -> list:

@@ -100,6 +100,9 @@ def canonical(qualname: str) -> str:
         return "pipeline." + q.rsplit(".", 1)[1]
     if q.startswith(("utils.", "memory.")) and q.endswith("SmemAllocator"):
         return "SmemAllocator"
+    if q.startswith("utils.sm100."):
+        # The DSL's newer name of `utils.blackwell_helpers` (make_trivial_tiled_mma, ...).
+        return "utils.blackwell_helpers." + q[len("utils.sm100."):]
     return q
 
 

@@ -2678,6 +2678,7 @@ class RawTmaLoad(ir.Op):
     mask: int
     nbytes: Optional[int] = None  # bytes completed when not the destination's (a CLC response)
     pair: bool = False  # a 2-CTA load by the pair leader (see ir.TmaLoad.pair)
+    mcast: int = 1  # CTAs of a multicast whose tile bytes are not known (see ir.TmaLoad.mcast)
 
 
 @dataclass
@@ -3870,15 +3871,23 @@ def _tma_multicast(it, bar: Smem, dst, mask, node, pair=False):
     if not _is_int(mask):
         it.unmodeled(node, "TMA multicast", "the multicast CTA mask is not known")
         return None
-    if not isinstance(dst, Smem) or dst.nbytes is None:
-        # Bytes then come from several CTAs' programs: counting copies per CTA would be unsound.
-        it.unmodeled(node, "TMA multicast", "the bytes of the destination tile are not known")
-        return None
+    ranks = _cluster_ranks(it, int(mask))
     base = (it.ctx.cta // it.ctx.cluster) * it.ctx.cluster
-    for r in _cluster_ranks(it, int(mask)):
+    mcast = 1
+    if not isinstance(dst, Smem) or dst.nbytes is None:
+        # The bytes then come from several CTAs' programs. Counted in copies, a CTA's barrier
+        # receives one unit from each CTA of the group only if every CTA of the group multicasts
+        # the same copies to it (the symmetric multicast of a tile split across the cluster):
+        # assumed and stated (`_units_in`), and only where the issuing CTA is in its own mask.
+        if not isinstance(dst, Smem) or pair or (it.ctx.cta - base) not in ranks:
+            it.unmodeled(node, "TMA multicast", "the bytes of the destination tile are not known")
+            return None
+        mcast = len(ranks)
+    for r in ranks:
         cta = base + r
         at = _pair_leader(it, cta) if pair else cta
-        it.emit(RawTmaLoad(it.span(node), bar.at(cta=at, remote=at != it.ctx.cta), dst.at(cta=cta), it.mask))
+        it.emit(RawTmaLoad(it.span(node), bar.at(cta=at, remote=at != it.ctx.cta), dst.at(cta=cta), it.mask,
+                           mcast=mcast))
     return None
 
 
