@@ -229,3 +229,16 @@ def test_a_launch_cluster_not_built_from_the_attribute_takes_no_side():
     src = _pair_kernel(cluster="(1, 1, 1)")
     m = build_models(src, "k.py", Settings())[0]
     assert not [a for a in m.assumptions if a.startswith("the host condition")]
+
+
+def test_a_helper_parameter_named_for_the_cluster_shape_is_not_reported_when_the_launch_cluster_folds():
+    src = kernel_source("pass\n", init="self.cluster_shape_mn = (2, 1)", cluster="(*self.cluster_shape_mn, 1)",
+                        extra_class="def _grid(self, cluster_shape_mn):\n    return cluster_shape_mn\n\n")
+    m = build_models(src, "k.py", Settings())[0]
+    assert m.cluster_size == 2
+    assert not [a for a in m.assumptions if "1-CTA cluster" in a], m.assumptions
+    # Without a folded launch cluster the default is the modeled cluster, and it is said.
+    src = kernel_source("pass\n", cluster="(*cluster_shape_mn, 1)", params="cluster_shape_mn: cute.Shape")
+    m = build_models(src, "k.py", Settings())[0]
+    assert m.cluster_size == 1
+    assert [a for a in m.assumptions if "1-CTA cluster" in a], m.assumptions

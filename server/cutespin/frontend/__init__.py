@@ -488,6 +488,10 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
             assumptions.append(f"{name} not known: assumed {_cluster_extent(pins)} (the modeled cluster; "
                                f"pin the real shape with `# cutespin: cluster=N`)")
             continue
+        if isinstance(cluster, int) and cluster > 1:
+            # The launch's cluster folded without it (`cluster=(*self.cluster_shape_mn, 1)` with the
+            # shape a literal): the default only stood in for a host helper's parameter.
+            continue
         assumptions.append(f"{name} not known: assumed {_cluster_shape(name, {})} (a 1-CTA cluster; "
                            f"pin the real shape with `# cutespin: cluster=(M,N)`)")
     if not isinstance(cluster, int) or cluster < 1:
