@@ -164,6 +164,18 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
         for f in findings:
             f.possible = True
             f.message = "possible " + f.message + " (found in a partial model: see the unmodeled constructs)"
+    elif findings and any(f.data.get("inexact") for f in findings):
+        # The race goes through accesses taken as the whole buffer because their element index
+        # did not fold: on the GPU they may touch different elements.
+        verdict = "inconclusive"
+        lines = sorted({n for f in findings for n in f.data.get("inexact", [])})
+        where_ = ", ".join(f"line {n}" for n in lines[:5]) + (" …" if len(lines) > 5 else "")
+        reason = (f"a possible data race through accesses whose element index is not known ({where_}): each is "
+                  f"taken as the whole buffer, so the race may be between different elements; nothing is proven")
+        for f in findings:
+            f.possible = True
+            f.message = ("possible " + f.message + f" (the element index at {where_} is not known: the accesses "
+                         f"may touch different elements)")
     elif findings:
         verdict = "counterexample"
     elif suppressed:

@@ -197,6 +197,17 @@ def classify_assertion(text: str):
     return "race", "unknown"
 
 
+def _inexact_lines(k: ir.KernelModel, region: Optional[int]) -> list:
+    """Lines of the accesses to `region` whose element index did not fold (ir.Access.exact): the
+    model takes each as the whole buffer, so a race on the region may be between elements that
+    differ on the GPU."""
+    if region is None:
+        return []
+    lines = {op.span.line for p in k.processes for ops in p.variants for op in ir.walk(ops)
+             if isinstance(op, ir.Access) and not op.exact and op.region is not None and op.region.index == region}
+    return sorted(lines)
+
+
 def findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> list:
     return _locate(_findings_from_run(k, pm, res))
 
@@ -246,6 +257,9 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
                        f"store; the TMA can copy stale data")
             else:
                 msg = f"data race on {region_name}: {role} {what}"
+            inexact = _inexact_lines(k, info.region if info else None)
+            if inexact:
+                data["inexact"] = inexact
             return [Finding("race", msg, span, path, related, steps=steps, data=data)]
         if sub == "async_read" and info and info.op == "dealloc":
             return [Finding("race", _dealloc_message(role, what), span, path, related, steps=steps, data=data)]

@@ -249,6 +249,9 @@ class Access(Op):
     # "dealloc": the access stands for dealloc_tmem / TmemAllocator.free (a read and a write of
     # every TMEM stage), so that messages name the deallocation.
     what: Optional[str] = None
+    # False for `buf[i]` whose index did not fold: taken as the whole buffer, so a race found
+    # through it may be between different elements (api: a possible race, not a counterexample).
+    exact: bool = True
 
 
 @dataclass

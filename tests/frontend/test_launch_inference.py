@@ -242,3 +242,68 @@ def test_a_helper_parameter_named_for_the_cluster_shape_is_not_reported_when_the
     m = build_models(src, "k.py", Settings())[0]
     assert m.cluster_size == 1
     assert [a for a in m.assumptions if "1-CTA cluster" in a], m.assumptions
+
+
+def test_a_module_constant_the_interpreter_cannot_follow_is_unknown_not_a_crash():
+    # cudnn-frontend's SDPA backward: `block=[CFG.THREADS_PER_CTA, 1, 1]` with `CFG = make_cfg(...)`
+    # at module level, whose validation loop returns under a condition on its arguments.
+    config = """\
+def make_cfg(params):
+    for i in range(4):
+        if params.smem_bytes > i:
+            return params
+    return params
+
+
+CFG = make_cfg(PARAMS)
+"""
+    src = kernel_source("""\
+        if CFG.fast:
+            cute.arch.sync_threads()
+        """, threads="CFG.THREADS_PER_CTA")
+    src = src.replace("\n\nclass K:", "\n\n" + config + "\n\nclass K:", 1)
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    assert any(a.startswith("block size not foldable") for a in m.assumptions), m.assumptions
+    # A module constant is one value for every thread: the condition on it is CTA-uniform.
+    shared = [op.shared for p in m.processes for op in ir.walk(p.variants[0]) if isinstance(op, ir.Choice)]
+    assert shared and all(s is not None for s in shared), shared
+
+
+def test_a_named_barrier_wider_than_the_dispatch_raises_the_block_size():
+    # The loader warp's index does not fold, so the dispatch tells no warps apart; every warp
+    # syncs 160 threads on barrier 1: a 128-thread guess would leave it one warp short (a false
+    # deadlock).
+    body = """\
+        warp = cute.arch.warp_idx()
+        if warp == self.load_warp:
+            cute.arch.barrier(barrier_id=1, number_of_threads=160)
+        else:
+            cute.arch.barrier(barrier_id=1, number_of_threads=160)
+        """
+    src = kernel_source(body, threads="self.threads",
+                        init="self.threads = threads_from_host()\nself.load_warp = warp_from_host()")
+    m = build_models(src, "k.py", Settings())[0]
+    assert m.warps == 8, m.warps
+
+
+def test_a_constructor_statement_that_cannot_be_followed_does_not_lose_the_later_attributes():
+    # cudnn's SM120 SDPA backward validates its warp partition in a loop that raises, then sets
+    # `self.threads = 384`.
+    init = """\
+for a in (self.wm, self.wn):
+    if a % 2:
+        raise ValueError("bad partition")
+self.part = pick_partition(self.wm)
+self.threads = 256
+"""
+    extra = """\
+def unused(self):
+    pass
+
+"""
+    src = kernel_source("cute.arch.sync_threads()\n", threads="self.threads", init="self.wm = wm\nself.wn = wn\n" + init,
+                        extra_class=extra)
+    m = build_models(src, "k.py", Settings())[0]
+    assert m.warps == 8
+    assert not any(a.startswith("block size not foldable") for a in m.assumptions), m.assumptions

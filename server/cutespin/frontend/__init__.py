@@ -121,7 +121,66 @@ def _quiet_interp(info, self_obj, methods, env=None, cta=0, warp=0, cluster=1, s
                         discovered={})
     it = I.KernelInterp(info, ctx, self_obj, methods, env or {}, I.Registry(None))
     it.host_stage_default = stage_default
+    it.host = True
     return it
+
+
+def _exec_host_statements(it, body) -> None:
+    """Host code statement by statement. A statement the interpreter cannot follow (cudnn's tile
+    validation loop, whose helper returns under a condition inside a loop and raises after it)
+    leaves what it assigns unknown, and the method goes on, so the constructor's later
+    attributes (`self.threads = 384`) still fold."""
+    for stmt in (body.body if isinstance(body, cst.IndentedBlock) else body):
+        try:
+            it.exec_stmt(stmt)
+        except (I.Unsupported, RecursionError):
+            if it.self_obj is not None:
+                for attr, _ in self_assignments(stmt):
+                    it.self_obj.attrs[attr] = Unknown(f"self.{attr}")
+            for name in _local_targets(stmt):
+                it.env[name] = Unknown(f"host value {name}")
+
+
+def _local_targets(stmt) -> set:
+    """Local names a statement binds (assignments, loop variables), at any depth."""
+    names: set = set()
+
+    def add(t):
+        if isinstance(t, cst.Name):
+            names.add(t.value)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            for e in t.elements:
+                add(e.value)
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, node):
+            for t in node.targets:
+                add(t.target)
+
+        def visit_AugAssign(self, node):
+            add(node.target)
+
+        def visit_AnnAssign(self, node):
+            add(node.target)
+
+        def visit_For(self, node):
+            add(node.target)
+
+        def visit_FunctionDef(self, node):
+            return False
+
+    stmt.visit(V())
+    return names
+
+
+def _host_eval(it, expr):
+    """A launch expression evaluated in the host code's environment: what the interpreter cannot
+    follow there (a property whose loop returns under a runtime condition) is unknown, as in the
+    host body itself."""
+    try:
+        return it.eval(expr)
+    except (I.Unsupported, I._Return, RecursionError):
+        return Unknown("launch argument")
 
 
 def _host_stage_default(pins: dict) -> int:
@@ -220,7 +279,7 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
                 it.env[n] = pv if hit else Unknown(f"host argument {n}", key=I._leaf("host", n) if name == "__init__"
                                                    else None)
         try:
-            it.in_module(module, lambda f=fn: it.exec_block(f.body))
+            it.in_module(module, lambda f=fn: _exec_host_statements(it, f.body))
         except (I.Unsupported, I._Return, RecursionError):
             pass
         if name == "__init__":
@@ -428,26 +487,23 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
             it.env[n] = pv if hit else _param_default(p, _annotation_text(p, info), n)
         folded = dict(self_obj.attrs) if self_obj is not None else {}
         try:
-            it.exec_block(host.body)
+            _exec_host_statements(it, host.body)
         except (I.Unsupported, I._Return, RecursionError):
             pass
         _keep_host_terms(self_obj, folded)
         _default_cluster_extents(self_obj, pins, defaulted)
         host_env = it.env
         kw = {a.keyword.value: a.value for a in launch.launch.args if a.keyword is not None}
-        threads = _first_dim_product(it.eval(kw["block"])) if "block" in kw else None
+        threads = _first_dim_product(_host_eval(it, kw["block"])) if "block" in kw else None
         if threads is None and "block" in kw and self_obj is not None:
             block_tie = _block_tie(it, kw["block"], self_obj)
-        cluster = _first_dim_product(it.eval(kw["cluster"])) if "cluster" in kw else 1
-        grid = _first_dim_product(it.eval(kw["grid"])) if "grid" in kw else None
+        cluster = _first_dim_product(_host_eval(it, kw["cluster"])) if "cluster" in kw else 1
+        grid = _first_dim_product(_host_eval(it, kw["grid"])) if "grid" in kw else None
         kparams = [p for p in site.node.params.params if p.name.value != "self"]
         for i, a in enumerate(launch.call.args):
             target = a.keyword.value if a.keyword is not None else (kparams[i].name.value if i < len(kparams) else None)
             if target is not None:
-                try:
-                    kernel_args[target] = it.eval(a.value)
-                except I.Unsupported:
-                    kernel_args[target] = Unknown("argument")
+                kernel_args[target] = _host_eval(it, a.value)
     else:
         assumptions.append("no `.launch(...)` found for this kernel")
 
@@ -464,7 +520,7 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
             assumptions.append(f"{n} = {pv} (pinned)")
         elif v is None or isinstance(v, Unknown) and not isinstance(v, CtaGroupOp):
             if p.default is not None:
-                v = _quiet_interp(info, self_obj, methods).eval(p.default)
+                v = _host_eval(_quiet_interp(info, self_obj, methods), p.default)
             else:
                 v = _param_default(p, ann, n)
         if ("Tensor" in ann) and not isinstance(v, Gmem):
@@ -521,10 +577,7 @@ def _block_tie(it, expr: cst.BaseExpression, self_obj: SelfObj) -> Optional[tupl
         elems = [e.value for e in expr.elements]
         if not elems:
             return None
-        try:
-            rest = [it.eval(e) for e in elems[1:]]
-        except I.Unsupported:
-            return None
+        rest = [_host_eval(it, e) for e in elems[1:]]
         if any(not (isinstance(r, int) and not isinstance(r, bool) and r == 1) for r in rest):
             return None
         expr = elems[0]
@@ -540,10 +593,7 @@ def _block_tie(it, expr: cst.BaseExpression, self_obj: SelfObj) -> Optional[tupl
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
         for a, b in ((expr.left, expr.right), (expr.right, expr.left)):
             if attr(a):
-                try:
-                    k = it.eval(b)
-                except I.Unsupported:
-                    return None
+                k = _host_eval(it, b)
                 if isinstance(k, int) and not isinstance(k, bool) and k > 0:
                     return attr(a), k
     return None
@@ -950,7 +1000,7 @@ class _Converter:
             if region is None:
                 return None
             return ir.Access(op.span, region, op.write, self.lanes(op.mask), op.async_read,
-                             part=getattr(op.target, "part", None))
+                             part=getattr(op.target, "part", None), exact=op.exact)
         if isinstance(op, I.RawCpAsync):
             region = self.n.region(op.dst)
             return ir.CpAsyncCopy(op.span, region, self.lanes(op.mask), op.dst.part)
@@ -1271,8 +1321,9 @@ def _warps_reaching_every_branch(info: ModuleInfo, site: KernelSite, env: Kernel
     0, 1, 2, ... of a full-size CTA and keep the fewest whole warp groups (4 warps) after which
     no warp reaches a branch side (`if warp_idx == 4:`, the `else` of `if is_dma_warp_group:`)
     that an earlier warp did not. A fixed guess instead drops roles (a 128-thread guess for a
-    producer warp group plus two consumer warp groups has no consumers: a false deadlock). The
-    search stops after BLOCK_SEARCH_QUIET warps in a row add nothing; it uses a scratch registry,
+    producer warp group plus two consumer warp groups has no consumers: a false deadlock). A
+    named barrier of N threads raises it to N threads. The search stops after BLOCK_SEARCH_QUIET
+    warps in a row add nothing; it uses a scratch registry,
     so its warps leave no assumptions or unmodeled items behind."""
     scratch = I.Registry(env.stages, _stage_counts(env.self_obj, env.params))
     seen: set = set()
@@ -1288,12 +1339,18 @@ def _warps_reaching_every_branch(info: ModuleInfo, site: KernelSite, env: Kernel
         except (I.Unsupported, RecursionError):
             pass  # the real run reports it; the sides reached so far still count
         new = it.branch_sides - seen
+        # A named barrier of N threads needs at least N threads in the CTA (cudnn's SM120 SDPA
+        # backward syncs 288 threads while its dispatch only tells warps 0-3 apart).
+        widest = max([op.threads for op in ir.walk(it.out) if isinstance(op, ir.NamedBarrier)
+                      and isinstance(op.threads, int) and 0 < op.threads <= threads] + [0])
+        if widest > 32 * needed:
+            needed, quiet = -(-widest // 32), 0
         if new:
             seen |= new
-            needed, quiet = w + 1, 0
+            needed, quiet = max(needed, w + 1), 0
         else:
             quiet += 1
-            if quiet >= BLOCK_SEARCH_QUIET and w % 4 == 3:
+            if quiet >= BLOCK_SEARCH_QUIET and w % 4 == 3 and w + 1 >= needed:
                 break
     return -(-needed // 4) * 4
 
@@ -1491,15 +1548,15 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
                 it = I.KernelInterp(info, ctx, self_copy, methods, dict(env.params), registry)
                 try:
                     it.run_body(site.node)
-                except I.Unsupported as e:
-                    registry.add_unmodeled(ir.Unmodeled(def_span.line, "kernel body", str(e)))
-                    if e.whole_kernel:
-                        raise
                 except I.NotCompiled as e:
                     if conds:
                         raise  # this configuration is not compiled (_split_uniform_conditions)
                     registry.add_unmodeled(ir.Unmodeled(def_span.line, "kernel body", f"{e}: the DSL trace fails "
                                                         "there, so the kernel does not compile as written"))
+                except I.Unsupported as e:
+                    registry.add_unmodeled(ir.Unmodeled(def_span.line, "kernel body", str(e)))
+                    if e.whole_kernel:
+                        raise
                 except RecursionError:
                     registry.add_unmodeled(ir.Unmodeled(def_span.line, "kernel body", "nesting too deep"))
                 procs.append((cta, w, it))

@@ -45,7 +45,7 @@ class Unsupported(Exception):
         self.whole_kernel = whole_kernel  # a budget: no other warp or configuration will fare better
 
 
-class NotCompiled(Exception):
+class NotCompiled(Unsupported):
     """Raised where the DSL's own trace of the kernel would fail (a pipeline method called on a
     variable that is None in this configuration, a name the package module does not define):
     no kernel is compiled for the configuration or compile-time branch side that reaches it, so
@@ -135,6 +135,21 @@ def _coord_view(buf: Smem, coord: tuple) -> Smem:
         return buf.at(stages=buf.inner_stages, inner_stages=None, stage=int(coord[-2]),
                       block=int(coord[-1]) if _is_int(coord[-1]) else None)
     return buf.at(flat=False, coord_rank=0)  # somewhere in the buffer
+
+
+def _has_unknown(idx) -> bool:
+    """An index with a coordinate that did not fold (in some lane)."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    for x in items:
+        if isinstance(x, tuple):
+            if _has_unknown(x):
+                return True
+        elif isinstance(x, LaneVal):
+            if any(isinstance(v, Unknown) or not _is_int(v) for v in x.vals):
+                return True
+        elif isinstance(x, Unknown) or not (x is None or isinstance(x, slice) or _is_int(x)):
+            return True
+    return False
 
 
 def _has_open_mode(idx) -> bool:
@@ -553,6 +568,7 @@ class KernelInterp:
         # Host `if` statements run as folded to one side (`_cluster_sides` in build_kernel): the
         # side that sets the modeled cluster shape, with the attributes that go with it.
         self.forced_sides: dict = {}
+        self.host = False  # interpreting host code (constructor, launcher): see `choice`, Raise
         self.elected_lanes: set = set()
         self.role_hint: Optional[str] = None
         self.pending_fence_scope: Optional[str] = None  # fence.acq_rel before a relaxed atomic
@@ -569,6 +585,7 @@ class KernelInterp:
         self.runtime_loop_text: Optional[str] = None  # set by loop_values for a runtime bound
         self.call_sites: list = []  # lines of the helper calls being interpreted (innermost last)
         self.const_stack: set = set()  # sibling-module constants being evaluated
+        self.const_memo: dict = {}  # (module, name) -> value of a module-level constant
         self.work_calls: dict = {}  # tile-scheduler call site -> calls so far (WORK_TILE_METHODS)
         self.tiles_executed: dict = {}  # library tile scheduler (its expression) -> advances so far
         self.facts: dict = {}  # uniform condition term -> value known here (inside its branch or loop)
@@ -739,6 +756,10 @@ class KernelInterp:
         elif isinstance(small, cst.Continue):
             raise _Continue()
         elif isinstance(small, cst.Raise):
+            if self.host:
+                # Host code is plain Python: a path that raises is a configuration the launcher
+                # rejects, not one that runs (`choice` drops that side; P15).
+                raise NotCompiled(f"line {self.span(small).line}: the host code raises")
             raise _Return(None)
         elif isinstance(small, cst.Del):
             pass
@@ -883,7 +904,7 @@ class KernelInterp:
                 if body is not None:
                     self.exec_guarded(body, "a runtime condition", may_return=True)
             except NotCompiled as e:
-                if not _is_const_expr_test(node):
+                if not (self.host or _is_const_expr_test(node)):
                     raise  # both sides of a runtime branch are traced
                 failed[k] = e
             except _PartialReturn as pr:
@@ -944,7 +965,8 @@ class KernelInterp:
             raise next(iter(failed.values()))
         ok = next(k for k in range(len(bodies)) if k not in failed)
         why = next(iter(failed.values()))
-        self.registry.assume(f"the compile-time condition `{self.code(node.test)}` (line {self.span(node).line}) "
+        test = self.code(node.test) if isinstance(getattr(node, "test", None), cst.CSTNode) else self.code(node)
+        self.registry.assume(f"the compile-time condition `{test}` (line {self.span(node).line}) "
                              f"takes the side that traces: on the other, {why} and the kernel would not compile")
         saved_facts = dict(self.facts)
         if key is not None:
@@ -1502,7 +1524,7 @@ class KernelInterp:
         if name in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[name]
         if name in self.info.constants:
-            return self.eval(self.info.constants[name])
+            return self.module_constant(self.info, name, lambda: self.eval(self.info.constants[name]))
         if name in self.info.aliases:
             return self.ref(self.info.aliases[name])
         if name in self.info.functions:
@@ -1532,7 +1554,8 @@ class KernelInterp:
             if isinstance(target, ModuleConst) and target.name not in self.const_stack:
                 self.const_stack.add(target.name)  # `A = B` / `B = A` across modules: no loop
                 try:
-                    return self.in_module(target.module, lambda: self.eval(target.expr))
+                    return self.module_constant(target.module, target.name.rsplit(".", 1)[-1],
+                                                lambda: self.in_module(target.module, lambda: self.eval(target.expr)))
                 finally:
                     self.const_stack.discard(target.name)
         return ModuleRef(qualname)
@@ -1561,6 +1584,26 @@ class KernelInterp:
         if value is not None:
             return self.in_module(cref.module, lambda: self.eval(value))
         return ModuleRef(f"<class {cref.qualname}>.{attr}")
+
+    def module_constant(self, module: ModuleInfo, name: str, evaluate):
+        """A module-level constant: computed at import, before any tracing, so what the
+        interpreter cannot follow in it (cudnn's `CFG = make_cfg(...)`, whose validation loops
+        return under conditions) is an unknown value, the same in every thread; not a failure
+        of the kernel. Evaluated once per warp run."""
+        key = (id(module), name)
+        if key not in self.const_memo:
+            saved_out, self.out = self.out, []  # import-time code issues nothing on the GPU
+            try:
+                value = evaluate()
+            except (Unsupported, _Return, RecursionError):
+                value = Unknown(f"module constant {name}")
+            finally:
+                self.out = saved_out
+            if type(value) is Unknown and value.key is None:
+                # Computed on the host at import: one value for every thread (P14).
+                value = Unknown(value.why, key=_leaf("const", f"{module.name or module.path}.{name}"))
+            self.const_memo[key] = value
+        return self.const_memo[key]
 
     def in_module(self, module, thunk, call_node=None):
         """Run `thunk` with `module` as the current module (spans, imports and constants come from
@@ -2515,7 +2558,8 @@ class KernelInterp:
                 # copy, `.load()` or `.store()` done through it later.
                 return base
         if isinstance(base, Smem):
-            self.emit(RawAccess(self.span(node), base, write, self.mask, False))
+            exact = index is None or not _has_unknown(self.eval_index(index))
+            self.emit(RawAccess(self.span(node), base, write, self.mask, False, exact))
             return Unknown("loaded value") if not write else None
         if isinstance(base, Gmem):
             if write:
@@ -2602,6 +2646,7 @@ class RawAccess(ir.Op):
     write: bool
     mask: int
     async_read: bool
+    exact: bool = True  # see ir.Access.exact
 
 
 @dataclass
@@ -3305,6 +3350,101 @@ def _h_atomic(op_name):
             it.emit(RawFlagWait(it.span(node), flag, ">=", 0, "acquire", scope, it.mask))
         return Unknown("atomic result")
     return h
+
+
+# ---- Inline PTX (`cute.arch.inline_ptx`, cutlass.experimental.primitives.inline_ptx): the text
+# is classified instruction by instruction. Register-only instructions do nothing the model
+# tracks; plain global/shared loads and stores are accesses of the buffer their address operand
+# names; red/atom are the atomics they spell; anything else (mbarrier, cp.async, fences, cluster
+# memory, trap, ...) is unmodeled with its mnemonic named.
+
+PTX_PLACEHOLDER = "\x00"  # an f-string's `{expr}` in a PTX template
+# Instructions that read and write registers only: no memory, no barrier, no proxy. The warp-wide
+# register exchanges (shfl/vote/redux/match/movmatrix, `mma.sync`) are taken like the DSL's own
+# shuffle and warp-reduction calls (PURE_ARCH).
+PTX_REGISTER_ONLY = {
+    "cvt", "mov", "prmt", "mul", "mul24", "mad", "mad24", "sub", "add", "max", "min", "shl", "shr", "and", "or",
+    "xor", "not", "cnot", "fma", "ex2", "lg2", "rcp", "sqrt", "rsqrt", "neg", "abs", "selp", "setp", "set",
+    "slct", "bfe", "bfi", "brev", "popc", "clz", "movmatrix", "mma", "createpolicy", "tanh", "sin", "cos",
+    "copysign", "testp", "lop3", "dp4a", "dp2a", "div", "rem", "shf", "fns", "bfind", "nanosleep", "cvta",
+    "isspacep", "shfl", "vote", "redux", "match", "activemask", "cvt.pack", "sad", "subc", "addc", "madc",
+}
+PTX_OPERAND_RE = re.compile(r"\$(\d+)")
+PTX_ADDRESS_RE = re.compile(r"\[\s*\$(\d+)\s*(?:[+-][^\]]*)?\]")
+
+
+def ptx_text(it, node) -> Optional[str]:
+    """The PTX text of the call's first argument: a folded string, or an f-string template whose
+    `{expr}` parts are PTX_PLACEHOLDER (a dtype tag inside a mnemonic, a register name)."""
+    arg = node.args[0].value if isinstance(node, cst.Call) and node.args else None
+    if isinstance(arg, cst.FormattedString):
+        parts = []
+        for p in arg.parts:
+            parts.append(p.value if isinstance(p, cst.FormattedStringText) else PTX_PLACEHOLDER)
+        return "".join(parts).encode().decode("unicode_escape") if "\\" in "".join(parts) else "".join(parts)
+    if arg is None:
+        return None
+    v = it.eval(arg)
+    return v if isinstance(v, str) else None
+
+
+def ptx_instructions(text: str) -> list:
+    """(mnemonic, instruction text) for each instruction of a PTX snippet; register declarations,
+    labels and braces are skipped, a predicate guard is dropped."""
+    text = re.sub(r"//[^\n]*", "", text)
+    out = []
+    for raw in re.split(r"[;\n]", text):
+        ins = raw.strip().strip("{}").strip()
+        if not ins or ins.startswith(".") or re.fullmatch(r"[\w$]+:", ins):
+            continue
+        ins = re.sub(r"^@!?[%\w]+\s+", "", ins)
+        mnemonic = ins.split()[0] if ins.split() else ""
+        out.append((mnemonic, ins))
+    return out
+
+
+def h_inline_ptx(it, args, kwargs, node):
+    outs = _kw(args, kwargs, None, "write_only_types")
+    n_out = len(outs) if isinstance(outs, (tuple, list)) else 0
+    ins = _kw(args, kwargs, None, "read_only_args")
+    ins = list(ins) if isinstance(ins, (tuple, list)) else []
+    result = tuple(Unknown("inline PTX result") for _ in range(n_out)) if n_out > 1 else \
+        Unknown("inline PTX result") if n_out == 1 else None
+    text = ptx_text(it, node)
+    if text is None:
+        it.unmodeled(node, "cute.arch.inline_ptx", "the PTX text does not fold")
+        return result
+    plain = isinstance(outs, (tuple, list)) or outs is None
+    for mnemonic, ins_text in ptx_instructions(text):
+        head = mnemonic.split(".")[0]
+        if PTX_PLACEHOLDER in head or not head:
+            it.unmodeled(node, "cute.arch.inline_ptx", f"an instruction whose mnemonic does not fold (`{ins_text[:40]}`)")
+            continue
+        if head in PTX_REGISTER_ONLY and "[" not in ins_text:
+            continue
+        if head == "griddepcontrol":
+            h_griddepcontrol(it, [], {}, node)
+            continue
+        parts = mnemonic.split(".")
+        addr = PTX_ADDRESS_RE.search(ins_text)
+        k = int(addr.group(1)) - n_out if addr else -1
+        ptr = ins[k] if plain and 0 <= k < len(ins) and "read_write_args" not in kwargs else None
+        space = parts[1] if len(parts) > 1 else ""
+        if head in ("ld", "st") and space in ("global", "shared") and "async" not in parts \
+                and not any("::" in q for q in parts) and isinstance(ptr, (Gmem, Smem)):
+            it.access(_as_view(ptr) if isinstance(ptr, Smem) else ptr, head == "st", node)
+            continue
+        if head in ("red", "atom") and space in ("global", "shared") and len(parts) > 2 and ptr is not None:
+            val = ins[k + 1] if k + 1 < len(ins) else Unknown("value")
+            op = parts[2]
+            if head == "red":
+                h_red(it, [ptr, val], {"op": op}, node)
+                continue
+            if op in ("add", "exch"):
+                _h_atomic(op)(it, [ptr, val], {}, node)
+                continue
+        it.unmodeled(node, "cute.arch.inline_ptx", f"`{mnemonic.replace(PTX_PLACEHOLDER, '{…}')}` not modeled")
+    return result
 
 
 def h_red(it, args, kwargs, node):
@@ -4255,7 +4395,8 @@ CALLS: dict = {
     "arch.map_dsmem_ptr": h_map_dsmem, "arch.fence_view_async_shared": h_fence_view_async_shared,
     "arch.fence_proxy": h_fence_proxy, "arch.fence_acq_rel_cta": _h_fence_acq_rel("cta"),
     "arch.fence_acq_rel_cluster": _h_fence_acq_rel("cluster"), "arch.fence_acq_rel_gpu": _h_fence_acq_rel("gpu"),
-    "arch.fence_acq_rel_sys": _h_fence_acq_rel("sys"), "arch.atomic_add": _h_atomic("add"), "_mlir.dialects.nvvm.atomicrmw": h_nvvm_atomicrmw,
+    "arch.fence_acq_rel_sys": _h_fence_acq_rel("sys"), "arch.atomic_add": _h_atomic("add"), "arch.inline_ptx": h_inline_ptx,
+    "experimental.primitives.inline_ptx": h_inline_ptx, "primitives.inline_ptx": h_inline_ptx, "_mlir.dialects.nvvm.atomicrmw": h_nvvm_atomicrmw,
     "types.SimpleNamespace": h_simple_namespace,
     "nvvm.atomicrmw": h_nvvm_atomicrmw,
     "arch.atomic_exch": _h_atomic("exch"), "arch.atomic_and": _h_atomic("and"), "arch.atomic_or": _h_atomic("or"),

@@ -1,0 +1,79 @@
+"""Inline PTX (`cute.arch.inline_ptx`, `cutlass.experimental.primitives.inline_ptx`).
+
+The PTX text is classified instruction by instruction: register-only instructions are nothing
+the model tracks, plain global/shared loads and stores access the buffer their address operand
+names, red/atom are atomics, griddepcontrol is programmatic dependent launch; everything else is
+unmodeled with its mnemonic named.
+"""
+from cutespin import ir
+from cutespin.config import Settings
+from cutespin.frontend import build_models
+
+from ..kernels import kernel_source
+
+PTX_IMPORT = "from cutlass.cute.arch.nvvm_wrappers import inline_ptx\n"
+
+
+def build(body: str):
+    src = kernel_source(body).replace("import cutlass\n", "import cutlass\n" + PTX_IMPORT, 1)
+    return build_models(src, "k.py", Settings())[0]
+
+
+def ops(m, warp=0):
+    return list(ir.walk(next(p for p in m.processes if p.warp == warp).variants[0]))
+
+
+def test_register_only_ptx_and_f_string_templates_are_modeled_as_nothing():
+    m = build("""\
+tag = "bf16"
+x = inline_ptx(f"cvt.rn.{tag}x2.f32 $0, $2, $1;", write_only_types=[cutlass.Int32], read_only_args=[1.0, 2.0])
+a, b = inline_ptx("{ .reg .b16 lo, hi;\\n mov.b32 {lo, hi}, $2;\\n prmt.b32 $0, $2, $2, 0x1234;\\n mov.b32 $1, lo; }",
+                  write_only_types=[cutlass.Int32, cutlass.Int32], read_only_args=[x])
+cute.arch.sync_threads()
+""")
+    assert not m.unmodeled, m.unmodeled
+    assert not any(isinstance(o, ir.Access) for o in ops(m))
+
+
+def test_global_and_shared_loads_and_stores_access_the_addressed_buffer():
+    m = build("""\
+smem = cutlass.utils.SmemAllocator()
+sBuf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(64))
+inline_ptx("st.shared.f32 [$0], $1;", read_only_args=[sBuf.iterator, 1.0])
+v = inline_ptx("ld.global.u16 $0, [$1];", write_only_types=[cutlass.Int16], read_only_args=[mA.iterator])
+""")
+    assert not m.unmodeled, m.unmodeled
+    acc = [(o.region.space, o.write) for o in ops(m) if isinstance(o, ir.Access)]
+    assert ("smem", True) in acc and ("gmem", False) in acc
+
+
+def test_red_global_add_is_a_data_atomic():
+    m = build("""\
+inline_ptx("red.global.add.f32 [$0], $1;", read_only_args=[mA.iterator, 1.0])
+""")
+    assert not m.unmodeled, m.unmodeled
+    assert any("relaxed GMEM atomics" in a for a in m.assumptions), m.assumptions
+
+
+def test_synchronizing_ptx_is_unmodeled_with_its_mnemonic():
+    m = build("""\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+inline_ptx("mbarrier.arrive.release.cta.shared::cluster.b64 _, [$0];", read_only_args=[bars])
+inline_ptx(PTX_FROM_ELSEWHERE, read_only_args=[bars])
+inline_ptx(f"{op}.global.f32 [$0], $1;", read_only_args=[mA.iterator, 1.0])
+inline_ptx("trap;")
+""")
+    whys = sorted(u.why for u in m.unmodeled)
+    assert whys == sorted([
+        "`mbarrier.arrive.release.cta.shared::cluster.b64` not modeled",
+        "the PTX text does not fold",
+        "an instruction whose mnemonic does not fold (`\x00.global.f32 [$0], $1`)",
+        "`trap` not modeled",
+    ]), whys
+
+
+def test_griddepcontrol_is_programmatic_dependent_launch():
+    m = build('inline_ptx("griddepcontrol.wait;")\n')
+    assert not m.unmodeled, m.unmodeled
+    assert any(a.startswith("programmatic dependent launch") for a in m.assumptions)
