@@ -569,6 +569,9 @@ class KernelInterp:
         # side that sets the modeled cluster shape, with the attributes that go with it.
         self.forced_sides: dict = {}
         self.host = False  # interpreting host code (constructor, launcher): see `choice`, Raise
+        # Depth of long loops checked as one trip at an unknown index: their accesses stand for
+        # every trip's (stated), not for an index the model failed to fold (ir.Access.exact).
+        self.in_summary = 0
         self.elected_lanes: set = set()
         self.role_hint: Optional[str] = None
         self.pending_fence_scope: Optional[str] = None  # fence.acq_rel before a relaxed atomic
@@ -1190,6 +1193,8 @@ class KernelInterp:
         outer = self.runtime_indices.pop(index, None) if index is not None else None
         if index is not None and self.runtime_loop_text is not None:
             self.runtime_indices[index] = self.runtime_loop_text
+        summary = stmt in self.summarized_loops
+        self.in_summary += summary
         try:
             for v in values:
                 if self.mask == 0:
@@ -1198,6 +1203,7 @@ class KernelInterp:
                 if not self.loop_body(stmt.body):
                     break
         finally:
+            self.in_summary -= summary
             if index is not None:
                 self.runtime_indices.pop(index, None)
                 if outer is not None:
@@ -2558,7 +2564,7 @@ class KernelInterp:
                 # copy, `.load()` or `.store()` done through it later.
                 return base
         if isinstance(base, Smem):
-            exact = index is None or not _has_unknown(self.eval_index(index))
+            exact = index is None or self.in_summary > 0 or not _has_unknown(self.eval_index(index))
             self.emit(RawAccess(self.span(node), base, write, self.mask, False, exact))
             return Unknown("loaded value") if not write else None
         if isinstance(base, Gmem):
