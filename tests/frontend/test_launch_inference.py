@@ -9,7 +9,9 @@ import pytest
 
 from cutespin import api, ir
 from cutespin.config import Settings
-from cutespin.frontend import build_models
+from cutespin.frontend import build_models, kernel_env
+from cutespin.frontend.discover import discover
+from cutespin.frontend.values import Unknown
 from tests.kernels import async_pipeline, kernel_source
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "hopper_persistent_gemm_ok.py"
@@ -287,6 +289,11 @@ def test_a_named_barrier_wider_than_the_dispatch_raises_the_block_size():
     assert m.warps == 8, m.warps
 
 
+def _site(src: str):
+    info = discover(src, "k.py")
+    return info, info.kernels[0], Settings()
+
+
 def test_a_constructor_statement_that_cannot_be_followed_does_not_lose_the_later_attributes():
     # cudnn's SM120 SDPA backward validates its warp partition in a loop that raises, then sets
     # `self.threads = 384`.
@@ -294,12 +301,16 @@ def test_a_constructor_statement_that_cannot_be_followed_does_not_lose_the_later
 for a in (self.wm, self.wn):
     if a % 2:
         raise ValueError("bad partition")
-self.part = pick_partition(self.wm)
+self.part = self.pick(self.wm)
 self.threads = 256
 """
+    # `pick` returns under a condition inside a loop: not followed, so `self.part` is unknown.
     extra = """\
-def unused(self):
-    pass
+def pick(self, a):
+    for i in range(4):
+        if a.smem_bytes > i:
+            return i
+    return 0
 
 """
     src = kernel_source("cute.arch.sync_threads()\n", threads="self.threads", init="self.wm = wm\nself.wn = wn\n" + init,
@@ -307,3 +318,5 @@ def unused(self):
     m = build_models(src, "k.py", Settings())[0]
     assert m.warps == 8
     assert not any(a.startswith("block size not foldable") for a in m.assumptions), m.assumptions
+    env = kernel_env(*_site(src))
+    assert isinstance(env.self_obj.attrs["part"], Unknown) and env.self_obj.attrs["threads"] == 256

@@ -347,7 +347,8 @@ def class_methods(cls: Optional[cst.ClassDef]) -> dict:
 
 
 def self_assignments(cls: Optional[cst.ClassDef]) -> list:
-    """Every `self.x = expr` in the class's methods, in source order (method order, then body)."""
+    """Every `self.x = expr` in the class's methods, in source order (method order, then body);
+    given a statement instead of a class, those in the statement."""
     out: list = []
     if cls is None:
         return out
@@ -372,6 +373,9 @@ def self_assignments(cls: Optional[cst.ClassDef]) -> list:
             if node.value is not None and isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name) and tgt.value.value == "self":
                 out.append((tgt.attr.value, node.value))
 
+    if not isinstance(cls, cst.ClassDef):
+        cls.visit(V())  # one statement or function (host code run statement by statement)
+        return out
     for item in cls.body.body:
         if isinstance(item, cst.FunctionDef):
             item.visit(V())
