@@ -26,7 +26,8 @@ def ops(m, warp=0):
 def test_register_only_ptx_and_f_string_templates_are_modeled_as_nothing():
     m = build("""\
 tag = "bf16"
-x = inline_ptx(f"cvt.rn.{tag}x2.f32 $0, $2, $1;", write_only_types=[cutlass.Int32], read_only_args=[1.0, 2.0])
+x = inline_ptx(f"cvt.rn.{tag}x2.f32 $0, $2, $1;\\nmov.b32 $0, $0;", write_only_types=[cutlass.Int32],
+               read_only_args=[1.0, 2.0])
 a, b = inline_ptx("{ .reg .b16 lo, hi;\\n mov.b32 {lo, hi}, $2;\\n prmt.b32 $0, $2, $2, 0x1234;\\n mov.b32 $1, lo; }",
                   write_only_types=[cutlass.Int32, cutlass.Int32], read_only_args=[x])
 cute.arch.sync_threads()

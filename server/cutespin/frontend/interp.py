@@ -876,14 +876,7 @@ class KernelInterp:
             if fixed is not None:
                 # This configuration fixes the value for the whole CTA (see build_kernel): the
                 # branch runs like a folded one.
-                body = bodies[0] if fixed else bodies[1]
-                saved_facts = dict(self.facts)
-                self.facts[key] = fixed
-                try:
-                    if body is not None:
-                        self.exec_block(body)
-                finally:
-                    self.facts = saved_facts
+                self.run_decided_side(bodies, 0 if fixed else 1, key)
                 return
             shared = self.registry.shared_condition(self.ctx.cta, key, self.span(node).line)
             enum = self.registry.enum_condition(self.ctx.cta, key)
@@ -971,12 +964,18 @@ class KernelInterp:
         test = self.code(node.test) if isinstance(getattr(node, "test", None), cst.CSTNode) else self.code(node)
         self.registry.assume(f"the compile-time condition `{test}` (line {self.span(node).line}) "
                              f"takes the side that traces: on the other, {why} and the kernel would not compile")
+        self.run_decided_side(bodies, ok, key)
+
+    def run_decided_side(self, bodies, k, key):
+        """Run side `k` of a branch whose value is decided here (a configuration fixes it, or
+        only that side traces) like a folded branch; inside it the uniform condition `key` (if
+        any) has that side's value."""
         saved_facts = dict(self.facts)
         if key is not None:
-            self.facts[key] = ok == 0
+            self.facts[key] = k == 0
         try:
-            if bodies[ok] is not None:
-                self.exec_block(bodies[ok])
+            if bodies[k] is not None:
+                self.exec_block(bodies[k])
         finally:
             self.facts = saved_facts
 
@@ -3387,7 +3386,9 @@ def ptx_text(it, node) -> Optional[str]:
         parts = []
         for p in arg.parts:
             parts.append(p.value if isinstance(p, cst.FormattedStringText) else PTX_PLACEHOLDER)
-        return "".join(parts).encode().decode("unicode_escape") if "\\" in "".join(parts) else "".join(parts)
+        # The parts are source text: the `\n` / `\t` escapes that separate instructions are
+        # still two characters here.
+        return "".join(parts).replace("\\n", "\n").replace("\\t", "\t")
     if arg is None:
         return None
     v = it.eval(arg)
