@@ -253,6 +253,10 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
     host `if` that sets the cluster shape on both sides runs on the modeled cluster's side
     (`_cluster_sides`; its assumptions go to `forced`)."""
     self_obj = SelfObj({})
+    # Class-level constants (`THREADS_PER_CTA = 384`) are what `self.X` reads when no method
+    # assigns X; a method's assignment overrides them as it would at run time.
+    from_class = _class_constants(info, site.cls, methods)
+    self_obj.attrs.update(from_class)
     assigned = {attr for attr, _ in self_assignments(site.cls)}
     # Methods inherited from base classes (of this file or of sibling modules) set attributes too.
     inherited = I.inherited_methods(info, info.project, methods)
@@ -285,6 +289,8 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
         if name == "__init__":
             _key_host_attributes(self_obj)
         for attr, val in before.items():
+            if attr in from_class and val is from_class[attr]:
+                continue  # a class default the method re-assigned: the method's value stands
             if isinstance(self_obj.attrs.get(attr), Unknown) and not isinstance(val, Unknown):
                 self_obj.attrs[attr] = val
     for attr in assigned:
@@ -302,6 +308,69 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
         if _is_stage_count_name(attr):
             self_obj.attrs.setdefault(attr, Unknown(f"self.{attr} (set outside this class)"))
     return self_obj
+
+
+def _class_body_assignments(node: cst.ClassDef) -> list:
+    """(name, value expression) of the class body's plain `X = v` / `X: T = v` statements, in order."""
+    out = []
+    for stmt in node.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
+                out.append((small.target.value, small.value))
+            elif isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                    and isinstance(small.targets[0].target, cst.Name):
+                out.append((small.targets[0].target.value, small.value))
+    return out
+
+
+def _class_constants(info: ModuleInfo, cls: cst.ClassDef, methods: dict) -> dict:
+    """The folded class-level constants of the kernel's class and its package bases (a subclass's
+    own value wins), each evaluated in its class's module with the names its class body defined
+    before it in scope, as Python's class body does. Values that do not fold are left out: the
+    interpreter reads those as uniform unknowns (P14)."""
+    name = next((n for n, node in info.classes.items() if node is cls), None)
+    chain = []  # (module or None, ClassDef), most basic first
+    if name is not None and info.project is not None:
+        cref = info.project.class_ref(info, name)
+        stack, seen = [cref], []
+        while stack:
+            c = stack.pop(0)
+            if c.qualname in {s.qualname for s in seen}:
+                continue
+            seen.append(c)
+            stack = list(c.bases) + stack
+        chain = [(I._module_of(c, info), c.node) for c in reversed(seen)]
+    else:  # one file: its own classes are the bases that can be followed
+        node, chain = cls, []
+        while node is not None and all(node is not c for _, c in chain):
+            chain.insert(0, (None, node))
+            first = node.bases[0].value if node.bases else None
+            node = info.classes.get(first.value) if isinstance(first, cst.Name) else None
+    out: dict = {}
+    for module, node in chain:
+        scope: dict = {}
+        for attr, expr in _class_body_assignments(node):
+            it = _quiet_interp(info, SelfObj({}), methods, env=dict(scope))
+            try:
+                value = it.in_module(module, lambda e=expr: it.eval(e))
+            except Exception:  # noqa: BLE001 - a class body the interpreter cannot follow folds nothing
+                value = Unknown(f"class attribute {attr}")
+            scope[attr] = value
+            if _is_class_constant(value):
+                out[attr] = value
+            else:
+                out.pop(attr, None)
+    return out
+
+
+def _is_class_constant(v) -> bool:
+    """Plain data (numbers, strings, None, DSL types, tuples of them): not functions the class
+    body defines, not unknowns."""
+    if isinstance(v, (tuple, list)):
+        return all(_is_class_constant(x) for x in v)
+    return not isinstance(v, (Unknown, I.FuncRef, I.LambdaRef, I.PartialRef))
 
 
 def _methods_reached_from(fn, methods: dict) -> set:

@@ -1,0 +1,80 @@
+"""Class-level constants of the kernel's class (`THREADS_PER_CTA = 384`, `PRODUCER_WG = 2`) are
+what `self.X` reads when no method assigns X: the launch's block size and the warpgroup dispatch
+fold from them (cudnn's DeepSeek indexer backward launches `block=[self.THREADS_PER_CTA, 1, 1]`
+and dispatches warpgroups on `self.*_WG` class constants)."""
+from cutespin import api
+from cutespin.config import Settings
+from cutespin.frontend import build_models
+
+from ..kernels import HEADER, line_of
+
+BODY = """\
+    @cute.jit
+    def __call__(self, mA: cute.Tensor):
+        self.kernel(mA).launch(grid=(1, 1, 1), block=[self.THREADS_PER_CTA, 1, 1])
+
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor):
+        smem = cutlass.utils.SmemAllocator()
+        bar = smem.allocate_array(cutlass.Int64, num_elems=1)
+        tidx, _, _ = cute.arch.thread_idx()
+        warp_group = cute.arch.make_warp_uniform(tidx // self.WARPGROUP_SIZE)
+        if tidx == 0:
+            cute.arch.mbarrier_init(bar, self.WARPGROUP_SIZE)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        if warp_group == self.LOAD_WG:
+            cute.arch.mbarrier_arrive(bar)
+        if warp_group == self.COMPUTE_WG:
+            cute.arch.mbarrier_wait(bar, 0)
+"""
+
+
+def source(constants: str, bases: str = "", init: str = "pass") -> str:
+    return (HEADER + bases + f"\n\nclass K{'(Base)' if bases else ''}:\n" + constants
+            + f"\n    def __init__(self):\n        {init}\n\n" + BODY)
+
+
+CONSTANTS = """\
+    WARPGROUP_SIZE = 128
+    LOAD_WG = 2
+    COMPUTE_WG: int = 0
+    THREADS_PER_CTA = WARPGROUP_SIZE * 3
+"""
+
+
+def check(src: str):
+    kr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    return kr.verdict, [(f.code, f.span.line) for f in kr.findings]
+
+
+def test_block_size_and_roles_fold_from_class_constants():
+    src = source(CONSTANTS)
+    m = build_models(src, "k.py", Settings())[0]
+    assert m.warps == 12
+    assert not [a for a in m.assumptions if a.startswith("block size")]
+    assert check(src)[0] == "verified"
+
+
+def test_a_load_warpgroup_outside_the_block_still_deadlocks():
+    # The same kernel launched with two warpgroups: the load warpgroup never runs.
+    src = source(CONSTANTS.replace("WARPGROUP_SIZE * 3", "WARPGROUP_SIZE * 2"))
+    verdict, found = check(src)
+    assert verdict == "counterexample"
+    assert ("CS101", line_of(src, "mbarrier_wait(bar, 0)")) in found
+
+
+def test_constants_of_a_base_class_and_a_subclass_override():
+    base = "\n\nclass Base:\n    WARPGROUP_SIZE = 128\n    LOAD_WG = 1\n    COMPUTE_WG = 0\n    THREADS_PER_CTA = 256\n"
+    # The subclass moves the load warpgroup to 2 and widens the block: both must be read.
+    src = source("    LOAD_WG = 2\n    THREADS_PER_CTA = 384\n", bases=base)
+    assert build_models(src, "k.py", Settings())[0].warps == 12
+    assert check(src)[0] == "verified"
+
+
+def test_a_constructor_assignment_overrides_the_class_default():
+    # `self.LOAD_WG = 3` in __init__ (a warpgroup past the block) wins over the class's 2.
+    src = source(CONSTANTS, init="self.LOAD_WG = 3")
+    verdict, found = check(src)
+    assert verdict == "counterexample"
+    assert ("CS101", line_of(src, "mbarrier_wait(bar, 0)")) in found
