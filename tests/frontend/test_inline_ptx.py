@@ -78,3 +78,33 @@ def test_griddepcontrol_is_programmatic_dependent_launch():
     m = build('inline_ptx("griddepcontrol.wait;")\n')
     assert not m.unmodeled, m.unmodeled
     assert any(a.startswith("programmatic dependent launch") for a in m.assumptions)
+
+
+def test_ptx_text_built_in_python_folds():
+    # frost's style: operand lists joined from a generator, `%`-formatted, concatenated, kept
+    # in a variable, and an implicit concatenation of literals.
+    m = build("""\
+smem = cutlass.utils.SmemAllocator()
+sBuf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(64))
+num = 4
+regs = ", ".join("$%d" % i for i in range(num))
+zero = ("mov.b32 {" + regs + "}, 0;")
+inline_ptx(zero, write_only_types=[cutlass.Int32] * num)
+space = "shared"
+store = ("st.%s.f32 " "[$0], $1;") % space
+inline_ptx(store, read_only_args=[sBuf.iterator, 1.0])
+""")
+    assert not m.unmodeled, m.unmodeled
+    assert [(o.region.space, o.write) for o in ops(m) if isinstance(o, ir.Access)] == [("smem", True)]
+
+
+def test_ptx_text_with_a_runtime_part_names_the_instruction():
+    # The element count does not fold: the mnemonic's head still does, so the report names it
+    # (not "the PTX text does not fold").
+    m = build("""\
+n = mA.shape[0]
+_ptx = ("tcgen05.ld.sync.aligned.32x32b.x%d.b32 {$0}, [$1];") % (n,)
+inline_ptx(_ptx, write_only_types=[cutlass.Int32], read_only_args=[1])
+""")
+    whys = [u.why for u in m.unmodeled]
+    assert any(w.startswith("`tcgen05.ld.sync.aligned.32x32b.x{…}.b32` not modeled") for w in whys), whys

@@ -24,8 +24,9 @@ from .project import LIBRARY_PIPELINE_PREFIXES, ClassAttr, LibraryName, ModuleCo
 from .values import _flatten as _flat
 from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, ClassRef, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LambdaRef,
-    LaneVal, Layout, LibraryCreate, ModuleRef, NamedBarrierObj, PartialRef, Record, Rmem, SelfObj, Smem, Storage,
+    LaneVal, Layout, LibraryCreate, ModuleRef, NamedBarrierObj, PartialRef, PartialText, Record, Rmem, SelfObj, Smem, Storage,
     SuperRef, TensorMapManagerObj, TmaAtom, TmaInfo, TmemAllocatorObj, CtaGroupOp, TryWaitResult, Unknown, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET,
+    TEXT_HOLE,
 )
 
 MBARRIER_MAX = (1 << 20) - 1
@@ -1505,10 +1506,34 @@ class KernelInterp:
         return node.evaluated_value
 
     def eval_ConcatenatedString(self, node):
-        return Unknown("string")
+        return text_concat(self.eval(node.left), self.eval(node.right))
 
     def eval_FormattedString(self, node):
-        return Unknown("f-string")
+        """The f-string's text, with each `{expr}` formatted when expr folds to plain data. An
+        expression that calls something is not evaluated (an f-string only formats; evaluating a
+        call could emit operations), and neither folds: a PartialText."""
+        raw = "r" in node.prefix.lower()
+        out, known = [], True
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringText):
+                text = part.value.replace("{{", "{").replace("}}", "}")
+                out.append(text if raw else _unescape(text))
+                continue
+            value = Unknown("f-string part")
+            if not _has_call(part.expression):
+                value = self.eval(part.expression)
+            spec = part.format_spec
+            spec_text = "".join(p.value for p in spec if isinstance(p, cst.FormattedStringText)) \
+                if spec is not None and all(isinstance(p, cst.FormattedStringText) for p in spec) else None
+            piece = _format_piece(value, part.conversion, spec_text if spec is not None else "")
+            if piece is None:
+                known = False
+                piece = TEXT_HOLE
+            out.append(piece)
+        text = "".join(out)
+        if len(text) > MAX_TEXT:
+            return Unknown("string too long")
+        return text if known else PartialText("f-string with runtime parts", text=text)
 
     def eval_Ellipsis(self, node):
         return Ellipsis
@@ -1841,6 +1866,8 @@ class KernelInterp:
             av = a.vals if isinstance(a, LaneVal) else (a,) * 32
             bv = b.vals if isinstance(b, LaneVal) else (b,) * 32
             return LaneVal(tuple(self.binop(op, x, y) for x, y in zip(av, bv)))
+        if isinstance(a, (str, PartialText)) and op in (operator.add, operator.mod):
+            return text_binop(op, a, b)
         if isinstance(a, Unknown) or isinstance(b, Unknown):
             # Identities on integers, so that `start + 0 * step` is `start` (the first trip of a
             # prefetch loop names the same value as the main loop's start).
@@ -1856,6 +1883,8 @@ class KernelInterp:
                 return b
             first = a if isinstance(a, Unknown) else b
             return Unknown(first.why, key=_combine("op", _op_name(op), _term(a), _term(b)))
+        if isinstance(a, (str, PartialText)) or isinstance(b, (str, PartialText)):
+            return text_binop(op, a, b)
         if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and op is operator.add:
             return tuple(a) + tuple(b)
         if isinstance(a, (tuple, list)) and _is_int(b) and op is operator.mul:
@@ -2257,6 +2286,8 @@ class KernelInterp:
             sched = self.code(node.func.value)
             self.tiles_executed[sched] = self.tiles_executed.get(sched, 0) + 1
             return None
+        if isinstance(base, (str, PartialText)) and meth in TEXT_METHODS:
+            return text_method(base, meth, args, kwargs)
         if isinstance(base, FuncRef):
             return Unknown("method of a function")
         if isinstance(base, CopyKind) and meth in ("get_slice", "get_thread_slice"):
@@ -3363,7 +3394,7 @@ def _h_atomic(op_name):
 # names; red/atom are the atomics they spell; anything else (mbarrier, cp.async, fences, cluster
 # memory, trap, ...) is unmodeled with its mnemonic named.
 
-PTX_PLACEHOLDER = "\x00"  # an f-string's `{expr}` in a PTX template
+PTX_PLACEHOLDER = TEXT_HOLE  # an f-string's `{expr}` in a PTX template
 # Instructions that read and write registers only: no memory, no barrier, no proxy. The warp-wide
 # register exchanges (shfl/vote/redux/match/movmatrix, `mma.sync`) are taken like the DSL's own
 # shuffle and warp-reduction calls (PURE_ARCH).
@@ -3379,20 +3410,153 @@ PTX_ADDRESS_RE = re.compile(r"\[\s*\$(\d+)\s*(?:[+-][^\]]*)?\]")
 
 
 def ptx_text(it, node) -> Optional[str]:
-    """The PTX text of the call's first argument: a folded string, or an f-string template whose
-    `{expr}` parts are PTX_PLACEHOLDER (a dtype tag inside a mnemonic, a register name)."""
+    """The PTX text of the call's first argument: a folded string, or a template whose parts that
+    do not fold are PTX_PLACEHOLDER (a dtype tag inside a mnemonic, a register name): an
+    f-string, `"..." % (n, n)`, `", ".join(...)` or `+` of such parts, inline or through a
+    variable."""
     arg = node.args[0].value if isinstance(node, cst.Call) and node.args else None
-    if isinstance(arg, cst.FormattedString):
-        parts = []
-        for p in arg.parts:
-            parts.append(p.value if isinstance(p, cst.FormattedStringText) else PTX_PLACEHOLDER)
-        # The parts are source text: the `\n` / `\t` escapes that separate instructions are
-        # still two characters here.
-        return "".join(parts).replace("\\n", "\n").replace("\\t", "\t")
     if arg is None:
         return None
     v = it.eval(arg)
+    if isinstance(v, PartialText):
+        return v.text
     return v if isinstance(v, str) else None
+
+
+MAX_TEXT = 1 << 20  # characters: a string built past this is not folded
+TEXT_METHODS = {"join", "format", "replace", "strip", "lstrip", "rstrip", "lower", "upper"}
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "0": "\0"}
+_PERCENT_RE = re.compile(r"%(?:\((\w+)\))?[-#0 +]*(?:\d+|\*)?(?:\.\d+)?[diouxXeEfFgGcrsa%]")
+
+
+class _CallFinder(cst.CSTVisitor):
+    found = False
+
+    def visit_Call(self, node) -> bool:
+        self.found = True
+        return False
+
+
+def _has_call(expr: cst.CSTNode) -> bool:
+    finder = _CallFinder()
+    expr.visit(finder)
+    return finder.found
+
+
+def _unescape(text: str) -> str:
+    """A non-raw string literal's source text as its characters (the escapes PTX uses)."""
+    return re.sub(r"\\(.)", lambda g: _ESCAPES.get(g.group(1), g.group(0)), text)
+
+
+def _plain_text_value(v) -> bool:
+    return isinstance(v, (str, int, float)) and not isinstance(v, PartialText)
+
+
+def _format_piece(value, conversion, spec: Optional[str]) -> Optional[str]:
+    """One `{value!conversion:spec}` of an f-string, or None when it does not fold."""
+    if spec is None or not _plain_text_value(value):
+        return None
+    try:
+        if conversion == "r":
+            value = repr(value)
+        elif conversion in ("s", "a"):
+            value = str(value) if conversion == "s" else ascii(value)
+        return format(value, spec)
+    except (ValueError, TypeError):
+        return None
+
+
+def _text_of(v) -> Optional[str]:
+    """The characters a value contributes to a partially known string (None: not text)."""
+    if isinstance(v, PartialText):
+        return v.text
+    if isinstance(v, str):
+        return v
+    return None
+
+
+def text_concat(a, b):
+    if isinstance(a, str) and isinstance(b, str) and not isinstance(a, PartialText):
+        return a + b if len(a) + len(b) <= MAX_TEXT else Unknown("string too long")
+    ta, tb = _text_of(a), _text_of(b)
+    if ta is None and isinstance(a, Unknown) and tb is not None:
+        ta = TEXT_HOLE
+    if tb is None and isinstance(b, Unknown) and ta is not None:
+        tb = TEXT_HOLE
+    if ta is None or tb is None or len(ta) + len(tb) > MAX_TEXT:
+        return Unknown("string")
+    return PartialText("string with runtime parts", text=ta + tb)
+
+
+def text_binop(op, a, b):
+    """`+`, `%` and `*` on strings, folded as Python does; a part that does not fold leaves a hole
+    in a PartialText (`"x%d.f32" % (n,)` with n unknown is `x\0.f32`)."""
+    if op is operator.add:
+        return text_concat(a, b)
+    if op is operator.mul and isinstance(a, str) and _is_int(b) and not isinstance(b, bool):
+        return a * b if 0 <= len(a) * b <= MAX_TEXT else Unknown("string too long")
+    if op is operator.mod and isinstance(a, (str, PartialText)):
+        return _percent_format(_text_of(a), b, isinstance(a, PartialText))
+    return Unknown("operator on a string")
+
+
+def _percent_format(template: str, args, partial: bool):
+    values = list(args) if isinstance(args, (tuple, list)) else [args]
+    out, known, pos, i = [], not partial, 0, 0
+    for g in _PERCENT_RE.finditer(template):
+        out.append(template[pos:g.start()])
+        pos = g.end()
+        spec = g.group(0)
+        if spec == "%%":
+            out.append("%")
+            continue
+        if g.group(1) is not None or "*" in spec or i >= len(values):
+            return Unknown("string formatting")
+        v = values[i]
+        i += 1
+        if _plain_text_value(v):
+            try:
+                out.append(spec % (v,))
+                continue
+            except (ValueError, TypeError):
+                return Unknown("string formatting")
+        if not isinstance(v, Unknown):
+            return Unknown("string formatting")
+        out.append(TEXT_HOLE)
+        known = False
+    if i != len(values):
+        return Unknown("string formatting")
+    out.append(template[pos:])
+    text = "".join(out)
+    if len(text) > MAX_TEXT:
+        return Unknown("string too long")
+    return text if known else PartialText("string with runtime parts", text=text)
+
+
+def text_method(base, meth: str, args: list, kwargs: dict):
+    """The str methods PTX builders use, on folded strings; `sep.join(parts)` keeps a hole for
+    each part that does not fold."""
+    if meth == "join" and len(args) == 1 and not kwargs and isinstance(args[0], (tuple, list)):
+        pieces = [_text_of(x) if isinstance(x, (str, PartialText)) else TEXT_HOLE if isinstance(x, Unknown) else None
+                  for x in args[0]]
+        sep = _text_of(base)
+        if any(p is None for p in pieces):
+            return Unknown("str.join of non-strings")
+        text = sep.join(pieces)
+        if len(text) > MAX_TEXT:
+            return Unknown("string too long")
+        folded = isinstance(base, str) and not isinstance(base, PartialText) and \
+            all(isinstance(x, str) and not isinstance(x, PartialText) for x in args[0])
+        return text if folded else PartialText("string with runtime parts", text=text)
+    if not isinstance(base, str) or isinstance(base, PartialText):
+        return Unknown(f"str.{meth}")
+    if not all(_plain_text_value(a) for a in list(args) + list(kwargs.values())):
+        return Unknown(f"str.{meth}")
+    try:
+        out = getattr(base, meth)(*args, **kwargs)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return Unknown(f"str.{meth}")
+    return out if isinstance(out, str) and len(out) <= MAX_TEXT else Unknown(f"str.{meth}")
 
 
 def ptx_instructions(text: str) -> list:

@@ -47,6 +47,19 @@ class CtaGroupOp(Unknown):
 
 
 @dataclass(frozen=True)
+class PartialText(Unknown):
+    """A string built from known text and parts that do not fold (an f-string's `{tag}` of a
+    runtime value): `text` holds the known characters, each unknown part as TEXT_HOLE. To the
+    interpreter it is an unknown like any other; only the inline-PTX reader looks at `text`, to
+    find instructions whose mnemonics are known."""
+
+    text: str = ""
+
+
+TEXT_HOLE = "\x00"
+
+
+@dataclass(frozen=True)
 class LaneVal:
     """A value that differs per lane of the current warp: `vals[lane]`."""
 
