@@ -448,7 +448,10 @@ class WarpContext:
 
 
 # Library constants that arrival counts are computed from.
-LIBRARY_CONSTANTS = {"arch.WARP_SIZE": 32}
+LIBRARY_CONSTANTS = {"arch.WARP_SIZE": 32, "math.inf": float("inf"),
+                     # `-Float32.inf`, the identity of a max-reduction: a constant, so that a
+                     # branch on `row_max == neg_inf` is one comparison for every thread (P14).
+                     **{f"{t}.inf": float("inf") for t in ("Float32", "Float16", "BFloat16", "Float64")}}
 
 BINOPS = {
     cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
@@ -2587,7 +2590,7 @@ class KernelInterp:
                     # the atoms split_blocks makes of its elements).
                     for b, elems in blocks.items():
                         self.emit(RawAccess(self.span(node), base.at(block=b, elems=elems), write, self.mask, False))
-                    return Unknown("loaded value") if not write else None
+                    return self.broadcast_load(base, idx, node) if not write else None
             if not write and isinstance(base, Smem) and (_has_open_mode(idx) or isinstance(idx, Unknown)
                                                          and _open_mode_term(idx.key)):
                 # `tLSEsLSE[None, s, m]`: a slice of a view is a view; its accesses are the
@@ -2604,6 +2607,18 @@ class KernelInterp:
             self.emit(RawAccess(self.span(node), base, False, self.mask, False))
             return Unknown("loaded value", key=self.input_load_term(base, index))
         return Unknown("subscript of an unknown value")
+
+    def broadcast_load(self, base: Smem, idx, node) -> Unknown:
+        """A load of one shared-memory element that every lane names alike (`s_bcast[0]` after a
+        block reduction): its n-th execution at this site, in this chain of helper calls, reads
+        the same value in every warp of the CTA that executes it, provided the element's writes
+        are ordered with those reads, which the race check verifies (P14). Any other load is a
+        per-thread value."""
+        if not _is_int(idx) or isinstance(idx, bool):
+            return Unknown("loaded value")
+        site = f"smem-load:{self.site_key(node)}"
+        n = self.work_calls[site] = self.work_calls.get(site, 0) + 1
+        return Unknown("loaded value", key=_leaf("smem_load", f"{base.alloc}+{base.offset + idx}@{site}#{n}"))
 
     def input_load_term(self, base: Gmem, index):
         """A load from a kernel input at a uniform index (`num_splits_ptr[batch]`) reads the same

@@ -1,0 +1,52 @@
+"""A value broadcast through one shared-memory element (`s_bcast[0]` written by thread 0 after a
+block reduction, read by every thread after a barrier) is the same in every warp that reads it
+at the same place and time (P14): a branch on it is taken alike by the whole CTA (cudnn's
+DeepSeek top-k stage 2 branches on `row_max == neg_inf` with `neg_inf = -Float32.inf`)."""
+from cutespin import api
+from cutespin.config import Settings
+
+from ..kernels import kernel_source, line_of
+
+
+def body(read: str) -> str:
+    return f"""\
+smem = cutlass.utils.SmemAllocator()
+s_bcast = smem.allocate_tensor(cutlass.Float32, cute.make_layout(1))
+s_part = smem.allocate_tensor(cutlass.Float32, cute.make_layout(2))
+tidx, _, _ = cute.arch.thread_idx()
+warp_id = tidx // 32
+neg_inf = -cutlass.Float32.inf
+if tidx % 32 == 0:
+    s_part[warp_id] = mA[warp_id]
+if tidx == 0:
+    s_bcast[0] = mA[2]
+cute.arch.barrier()
+row_max = {read}
+if row_max == neg_inf:
+    cute.arch.barrier()
+    again = s_bcast[0]
+else:
+    cute.arch.barrier()
+    if tidx == 0:
+        s_bcast[0] = mA[3]
+"""
+
+
+def check(src: str):
+    kr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    return kr.verdict, [(f.code, f.span.line) for f in kr.findings]
+
+
+def test_a_branch_on_a_broadcast_value_is_taken_alike_by_every_warp():
+    verdict, found = check(kernel_source(body("s_bcast[0]")))
+    assert verdict == "verified", found
+
+
+def test_a_branch_on_a_per_warp_value_may_diverge():
+    # Each warp reads its own partial: warps may take different sides, and the `else` side's
+    # write after the (shared) barrier races with the `if` side's read.
+    src = kernel_source(body("s_part[warp_id]"))
+    verdict, found = check(src)
+    assert verdict == "counterexample"
+    assert found and found[0][0] == "CS201"
+    assert {line for _, line in found} & {line_of(src, "again = s_bcast[0]"), line_of(src, "s_bcast[0] = mA[3]")}
