@@ -10,6 +10,8 @@ libcst or Promela.
 """
 from __future__ import annotations
 
+import operator
+
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -310,6 +312,18 @@ class FlagWait(Op):
     lanes: int
 
 
+ORDER_RELATIONS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge}
+
+
+def enum_holds(value, consts, rel) -> bool:
+    """Whether a `Choice.enum` condition (constants, relation) holds when the uniform value is
+    `value` (a value outside the domain stands for one none of the constants is; it only exists
+    in a domain without order comparisons)."""
+    if isinstance(rel, str):
+        return isinstance(value, int) and not isinstance(value, bool) and ORDER_RELATIONS[rel](value, next(iter(consts)))
+    return (value in consts) == rel
+
+
 @dataclass
 class Choice(Op):
     """A runtime branch the model cannot decide: any alternative may run.
@@ -320,8 +334,9 @@ class Choice(Op):
     it is true and `alternatives[1]` when it is false (docs/policies.md P14).
 
     `enum` is set when the condition compares one uniform value with constants (`mode == "dual"`,
-    `mode in ("col", "dual")`): (term number, the constants, True when `alternatives[0]` runs
-    for them and False when it runs for every other value). Every such condition on the same
+    `mode in ("col", "dual")`, `warp < self.load_warp`): (term number, the constants, True
+    when `alternatives[0]` runs for them, False when it runs for every other value, or the
+    order relation "lt"/"le"/"gt"/"ge" of `value <rel> constant`). Every such condition on the same
     value then agrees with the others (one value per CTA)."""
 
     alternatives: list  # list[list[Op]]
@@ -441,6 +456,10 @@ class KernelModel:
     shared_conditions: list = field(default_factory=list)  # Choice.shared -> (cta, line) of its first site
     # Choice.enum term number -> the constants the value is compared with (sorted by repr)
     enum_values: list = field(default_factory=list)
+    # Choice.enum term number -> whether enum_values covers every value (an order comparison
+    # among its conditions: the constants and one value per gap); else one more index stands
+    # for every other value.
+    enum_closed: list = field(default_factory=list)
     # Sibling modules of the package whose code the model includes (an editor re-checks the
     # kernel when one of them changes).
     deps: list = field(default_factory=list)

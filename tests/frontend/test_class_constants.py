@@ -78,3 +78,46 @@ def test_a_constructor_assignment_overrides_the_class_default():
     verdict, found = check(src)
     assert verdict == "counterexample"
     assert ("CS101", line_of(src, "mbarrier_wait(bar, 0)")) in found
+
+
+# A block computed from a constructor argument that does not fold (`self.threads = 32 *
+# (q_tile // 16 + 1)`, cudnn's SM120 dQ GEMM): the argument is solved from the block size the
+# model takes, so that everything else the constructor derives from it (the producer warp's
+# index, a named barrier's thread count) agrees with that block.
+SOLVED = HEADER + """
+
+class K:
+    def __init__(self, q_tile):
+        self.num_compute_warps = q_tile // 16
+        self.load_warp_id = self.num_compute_warps
+        self.threads = 32 * (self.num_compute_warps + 1)
+
+    @cute.jit
+    def __call__(self, mA: cute.Tensor):
+        self.kernel(mA).launch(grid=(1, 1, 1), block=(self.threads, 1, 1))
+
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor):
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if warp == self.load_warp_id:
+            cute.arch.barrier_arrive(barrier_id=2, number_of_threads=self.threads)
+        if warp < self.load_warp_id:
+            cute.arch.barrier(barrier_id=2, number_of_threads=self.threads)
+"""
+
+
+def test_a_constructor_argument_is_solved_from_the_block_size_taken():
+    m = build_models(SOLVED, "k.py", Settings())[0]
+    assert m.warps == 4
+    said = [a for a in m.assumptions if a.startswith("host argument q_tile")]
+    assert said and "q_tile = 48" in said[0] and "128 threads" in said[0]
+    assert check(SOLVED)[0] == "verified"
+
+
+def test_a_pinned_constructor_argument_is_not_solved():
+    # Pinned so that the block has 3 warps (q_tile=32): checked as the user says.
+    src = SOLVED.replace("    @cute.kernel", "    # cutespin: q_tile=32\n    @cute.kernel")
+    m = build_models(src, "k.py", Settings())[0]
+    assert m.warps == 3
+    assert not [a for a in m.assumptions if a.startswith("host argument q_tile")]
+    assert check(src)[0] == "verified"

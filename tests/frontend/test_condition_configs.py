@@ -68,7 +68,9 @@ def test_condition_that_may_differ_between_warps_leaves_the_state_unknown():
     m = build("""\
         if warp_idx == 0:
             st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
-            if sFlag[0] > 0:
+            # Each lane's own element: a per-thread value (one element every lane names alike
+            # would be one value for the CTA, P14).
+            if sFlag[cute.arch.lane_idx() % 4] > 0:
                 pipe.producer_acquire(st)
                 pipe.producer_commit(st)
                 st.advance()
@@ -110,7 +112,7 @@ def test_a_helper_advancing_under_a_per_warp_condition_makes_the_callers_state_u
         """, extra_class="""\
         @cute.jit
         def maybe_step(self, st, sFlag):
-            if sFlag[0] > 0:
+            if sFlag[cute.arch.lane_idx() % 4] > 0:
                 st.advance()
         """)
     assert state_unmodeled(m), m.unmodeled

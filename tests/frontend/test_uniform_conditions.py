@@ -106,11 +106,13 @@ def test_condition_that_involves_the_warp_index_differs_between_warps():
 
 
 def test_condition_on_loaded_data_stays_independent_per_warp():
-    # The kernel writes mA, so another thread may change it between two warps' loads.
+    # The kernel writes mA, so another thread may change it between two warps' loads; each
+    # thread reads its own element of sBuf (one element every lane names alike would be one value
+    # for the CTA: tests/frontend/test_broadcast_loads.py).
     m = model("""\
         if mA[0] > 0.0:
             cute.arch.sync_threads()
-        if sBuf[0] > 0.0:
+        if sBuf[tidx] > 0.0:
             cute.arch.sync_threads()
         mA[tidx] = 1.0
         """)

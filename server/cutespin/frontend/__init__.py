@@ -41,6 +41,10 @@ class KernelEnv:
     # `block=[self.n_warps * 32, 1, 1]` with `self.n_warps` not folded: (attribute, factor), so
     # that the attribute can be tied to the block size the model takes (build_kernel).
     block_tie: Optional[tuple] = None
+    # `block=(self.threads, 1, 1)` with `self.threads = 32 * (q_tile // 16 + 1)` from a constructor
+    # argument that does not fold: (argument, the block's term), so that the argument can be
+    # solved from the block size the model takes and the constructor folded with it.
+    block_argument: Optional[tuple] = None
 
 
 # Larger files are refused: libcst needs about 25 s and 0.5 GB per 500 KB of Python, far more than
@@ -542,7 +546,7 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
     launch = info.launches.get(site.qualname)
     host_env: dict = {}
     kernel_args: dict = {}
-    block_tie = None
+    block_tie = block_argument = None
     threads = cluster = grid = None
     if launch is not None:
         host = launch.host
@@ -566,6 +570,7 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
         threads = _first_dim_product(_host_eval(it, kw["block"])) if "block" in kw else None
         if threads is None and "block" in kw and self_obj is not None:
             block_tie = _block_tie(it, kw["block"], self_obj)
+            block_argument = _block_argument(_host_eval(it, kw["block"]), pins)
         cluster = _first_dim_product(_host_eval(it, kw["cluster"])) if "cluster" in kw else 1
         grid = _first_dim_product(_host_eval(it, kw["grid"])) if "grid" in kw else None
         kparams = [p for p in site.node.params.params if p.name.value != "self"]
@@ -634,9 +639,56 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
     if stages is None:
         stages = default
     if "block" in pins:
-        block_tie = None
+        block_tie = block_argument = None
     return KernelEnv(self_obj, params, threads, cluster, grid if isinstance(grid, int) else None,
-                     stages, pins.get("loop", settings.loop_bound), assumptions, block_tie)
+                     stages, pins.get("loop", settings.loop_bound), assumptions, block_tie, block_argument)
+
+
+def _host_leaves(term) -> set:
+    """The constructor arguments (`("host", 1, name)` leaves) a uniform term is computed from."""
+    if not isinstance(term, tuple) or len(term) < 3:
+        return set()
+    if term[0] == "host":
+        return {term[2]}
+    out: set = set()
+    for sub in term[3:]:
+        out |= _host_leaves(sub)
+    return out
+
+
+def _block_argument(block, pins: dict) -> Optional[tuple]:
+    """(argument, term) when the launch's block is a term of exactly one constructor argument
+    that is not pinned (`block=(self.threads, 1, 1)`, `self.threads = 32 * (q_tile // 16 + 1)`)."""
+    if isinstance(block, (tuple, list)):
+        if not block or any(not (I._is_int(r) and r == 1) for r in block[1:]):
+            return None
+        block = block[0]
+    key = block.key if isinstance(block, Unknown) else None
+    leaves = _host_leaves(key)
+    if len(leaves) != 1 or next(iter(leaves)) in pins:
+        return None
+    return next(iter(leaves)), key
+
+
+MAX_SOLVED_ARGUMENT = 4096
+
+
+def _solve_block_argument(block_argument: tuple, threads: int) -> Optional[int]:
+    """The smallest positive value of the constructor argument for which the block's term is
+    `threads` (None if none up to MAX_SOLVED_ARGUMENT)."""
+    name, term = block_argument
+
+    def subst(t, c):
+        if not isinstance(t, tuple) or len(t) < 3:
+            return t
+        if t[0] == "host" and t[2] == name:
+            return I._leaf("k", c)
+        return t[:3] + tuple(subst(x, c) for x in t[3:])
+
+    for c in range(1, MAX_SOLVED_ARGUMENT + 1):
+        if I._eval_term(subst(term, c), lambda _: None) == threads:
+            return c
+    return None
 
 
 def _block_tie(it, expr: cst.BaseExpression, self_obj: SelfObj) -> Optional[tuple]:
@@ -1451,17 +1503,32 @@ def _split_dimensions(used: list, c: ir.TripConfig, registry, bound: int) -> lis
         else:
             groups.setdefault((k[0], parts[0]), []).append((k, parts[1], parts[2]))
     for gk, members in groups.items():
-        named = sorted({v for _, consts, _ in members for v in consts}, key=repr)
+        named = {v for _, consts, _ in members for v in consts}
+        ordered = any(isinstance(rel, str) for _, _, rel in members)
         loop = registry.index_terms.get(gk)
         if loop is not None:
             values = list(range(c.trips.get(loop, bound)))
         else:
-            values = named + [_OTHER]
-        dims.append([{k: (v in consts) == positive for k, consts, positive in members} for v in values])
+            values, closed = _enum_domain(named, ordered)
+            values = list(values) + ([] if closed else [_OTHER])
+        choices = [{k: I.enum_holds(v, consts, rel) for k, consts, rel in members} for v in values]
+        # Values on which every condition agrees (two values of one gap) are one configuration.
+        dims.append([c for i, c in enumerate(choices) if c not in choices[:i]])
     return dims
 
 
 _OTHER = object()  # a value of a uniform term that none of the compared constants is
+
+
+def _enum_domain(constants, ordered: bool) -> tuple:
+    """(values, closed) of a uniform value compared with `constants`: with an order comparison
+    among them, the values that cover every gap (I.enum_domain); else the constants and, not
+    closed, any other value."""
+    if ordered:
+        values, closed = I.enum_domain(constants)
+        if closed:
+            return values, True
+    return tuple(sorted(constants, key=repr)), False
 
 
 def _dimensions_size(dims: list) -> int:
@@ -1583,7 +1650,19 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         threads = 32 * _warps_reaching_every_branch(info, site, env, methods, settings)
         registry.assume(f"block size not foldable: taken to be {threads} threads, the fewest whole warp groups "
                         f"whose warps reach every warp-dependent branch (pin it with `# cutespin: block=N`)")
-        if env.block_tie is not None and threads % env.block_tie[1] == 0:
+        solved = _solve_block_argument(env.block_argument, threads) if env.block_argument else None
+        if solved is not None:
+            # The launch's block is computed from one constructor argument: the value that gives
+            # the model's block size, with everything else the constructor derives from it
+            # (the producer warp's index, a named barrier's thread count) folded alike.
+            name = env.block_argument[0]
+            env = kernel_env(info, replace(site, pins={**site.pins, name: solved}), settings)
+            for a in env.assumptions:
+                if not a.startswith((f"self.{name} = {solved} (pinned)", f"{name} = {solved} (pinned)")):
+                    registry.assume(a)
+            registry.assume(f"host argument {name} = {solved}: the launch's block is computed from it, and "
+                            f"{solved} gives the {threads} threads taken (pin `{name}` to check another value)")
+        elif env.block_tie is not None and threads % env.block_tie[1] == 0:
             # The launch says block = self.n * k threads; the model's block fixes self.n.
             name, k = env.block_tie
             env.self_obj.attrs[name] = threads // k
@@ -1644,6 +1723,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         registry.shared.clear()
         registry.enum_terms.clear()
         registry.enum_values.clear()
+        registry.enum_ordered.clear()
         registry.shared_sites.clear()
         try:
             first = run_all({}, discovered, ctas)
@@ -1742,6 +1822,26 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         unmodeled=sorted(registry.unmodeled.values(), key=lambda u: (u.path, u.line, u.construct)),
         bounds=bounds, static_findings=list(registry.statics), strict=settings.strict, deps=deps,
         shared_conditions=list(registry.shared_sites), loop_chosen=env.loop_bound is not None,
-        enum_values=[tuple(sorted(v, key=repr)) for v in registry.enum_values],
+        **_enum_tables(processes, registry),
     )
+
+
+def _enum_tables(processes: list, registry) -> dict:
+    """`enum_values` / `enum_closed` of the model. A value compared only by one order comparison
+    (`n > 0` and nothing else) needs no number of its own: its branches go back to a plain
+    uniform condition, chosen lazily where first needed (P14), and the other numbers close up."""
+    # Variants may share op objects: each is renumbered once.
+    choices = list({id(op): op for p in processes for ops in p.variants for op in ir.walk(ops)
+                    if isinstance(op, ir.Choice) and op.enum is not None}.values())
+    uses: dict = {}
+    for op in choices:
+        uses.setdefault(op.enum[0], set()).add((op.enum[1], op.enum[2]))
+    lone = {m for m, u in uses.items() if len(u) == 1 and isinstance(next(iter(u))[1], str)}
+    kept = [m for m in range(len(registry.enum_values)) if m not in lone]
+    renumber = {m: i for i, m in enumerate(kept)}
+    for op in choices:
+        m = op.enum[0]
+        op.enum = None if m in lone else (renumber[m],) + tuple(op.enum[1:])
+    domains = [_enum_domain(registry.enum_values[m], registry.enum_ordered[m]) for m in kept]
+    return {"enum_values": [d[0] for d in domains], "enum_closed": [d[1] for d in domains]}
 

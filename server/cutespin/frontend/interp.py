@@ -2974,6 +2974,7 @@ class Registry:
         # constants each is compared with.
         self.enum_terms: dict = {}
         self.enum_values: list = []
+        self.enum_ordered: list = []  # term number -> compared by order (`v < c`) somewhere
         self.shared_sites: list = []  # number -> (cta, line of the first site that evaluated it)
         self.data_atomics: dict = {}  # relaxed atomics not taken as flag updates (see _data_atomic)
         self.input_loads: set = set()  # GMEM tensors whose loads got uniform terms (input_load_term)
@@ -3018,13 +3019,17 @@ class Registry:
         parts = enum_parts(key)
         if parts is None:
             return None
-        term, consts, positive = parts
+        term, consts, rel = parts
         m = self.enum_terms.get((cta, term))
         if m is None:
             m = self.enum_terms[(cta, term)] = len(self.enum_values)
             self.enum_values.append(set())
+            self.enum_ordered.append(False)
+        if isinstance(rel, str) and not all(_is_int(c) and not isinstance(c, bool) for c in self.enum_values[m]):
+            return None  # ordered against a value also compared with non-numbers: its own choice
         self.enum_values[m] |= consts
-        return (m, consts, positive)
+        self.enum_ordered[m] = self.enum_ordered[m] or isinstance(rel, str)
+        return (m, consts, rel)
 
     def add_unmodeled(self, item: ir.Unmodeled):
         self.unmodeled.setdefault((item.path, item.line, item.construct), item)
@@ -4647,9 +4652,22 @@ UNIFORM_PURE = {"min", "max", "abs", "int", "bool", "float", "round", "cute.ceil
 
 def enum_parts(key) -> Optional[tuple]:
     """For the term of a condition that compares a uniform value with constants (`v == c`,
-    `v != c`, `v in (c1, c2)`, `v not in (...)`): (the value's term, the constants named, whether
-    the condition holds for them (`==`, `in`) or for every other value). None for any other."""
-    if key is None or key[0] != "cmp" or len(key) != 5 or key[2] not in ("eq", "ne", "in", "not_in"):
+    `v != c`, `v in (c1, c2)`, `v not in (...)`, and `v < c`, `c <= v`, ... with an integer c):
+    (the value's term, the constants named, the relation). The relation is True when the
+    condition holds for the constants (`==`, `in`), False when it holds for every other value,
+    or the name of an order comparison `value <op> constant` ("lt", "le", "gt", "ge"). None for
+    any other condition."""
+    if key is None or key[0] != "cmp" or len(key) != 5:
+        return None
+    if key[2] in ORDER_RELATIONS:
+        term, const, rel = key[3], key[4], key[2]
+        if _literal_leaf(term) and not _literal_leaf(const):
+            term, const, rel = const, term, FLIP_RELATION[rel]  # `2 < L` is `L > 2`
+        if not _literal_leaf(const) or _literal_leaf(term) or term is None \
+                or not _is_int(const[2]) or isinstance(const[2], bool):
+            return None
+        return term, frozenset({const[2]}), rel
+    if key[2] not in ("eq", "ne", "in", "not_in"):
         return None
     term, consts = key[3], key[4]
     if key[2] in ("eq", "ne") and _literal_leaf(term) and not _literal_leaf(consts):
@@ -4659,6 +4677,23 @@ def enum_parts(key) -> Optional[tuple]:
     if not values or not all(_literal_leaf(v) for v in values) or _literal_leaf(term) or term is None:
         return None
     return term, frozenset(v[2] for v in values), key[2] in ("eq", "in")
+
+
+FLIP_RELATION = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+ORDER_RELATIONS = ir.ORDER_RELATIONS
+enum_holds = ir.enum_holds
+
+
+def enum_domain(constants) -> tuple:
+    """(the values a uniform value compared with `constants` is checked at, whether they cover
+    every value). Compared by order too (all integers): each constant and one value in each gap
+    between them, below and above them (every order comparison then holds or fails as it does
+    for all values of its gap). Otherwise the constants, and 'any other value' besides."""
+    if constants and all(_is_int(c) and not isinstance(c, bool) for c in constants):
+        cs = sorted(constants)
+        reps = {cs[0] - 1, cs[-1] + 1} | {c + 1 for c, d in zip(cs, cs[1:]) if d > c + 1}
+        return tuple(sorted(set(cs) | reps)), True
+    return tuple(sorted(constants, key=repr)), False
 
 
 # ---------------------------------------------------------------------------------------------

@@ -986,12 +986,16 @@ class Lowering:
         """`(ue[m] == i || ...)`: the launch's value of term m is one of the constants for which
         the condition holds. Index i + 1 is the i-th constant of `k.enum_values[m]`; one past
         the last stands for every other value."""
-        m, consts, positive = enum
+        m, consts, rel = enum
         domain = self.k.enum_values[m]
-        idx = [i + 1 for i, v in enumerate(domain) if (v in consts) == positive]
-        if not positive:
+        idx = [i + 1 for i, v in enumerate(domain) if ir.enum_holds(v, consts, rel)]
+        if rel is False and not self.enum_closed(m):
             idx.append(len(domain) + 1)
         return "(" + (" || ".join(f"ue[{m}] == {i}" for i in idx) or "false") + ")"
+
+    def enum_closed(self, m: int) -> bool:
+        """Whether term m's values are all in its domain (no 'every other value' index)."""
+        return m < len(self.k.enum_closed) and self.k.enum_closed[m]
 
     def choice_paths(self, op: ir.Choice) -> int:
         """Paths through a branch inside one atomic sequence (capped past the budget) that may
@@ -1207,7 +1211,8 @@ class Lowering:
         for m, domain in enumerate(k.enum_values):
             # The launch's value of each uniform value compared with constants (P14): one of
             # them, or any other (the last index).
-            L("    if " + " ".join(f":: ue[{m}] = {i}" for i in range(1, len(domain) + 2)) + " fi;", None)
+            last = len(domain) + (0 if self.enum_closed(m) else 1)
+            L("    if " + " ".join(f":: ue[{m}] = {i}" for i in range(1, last + 1)) + " fi;", None)
         for pi in range(len(k.processes)):
             L(f"    run P{pi}();", None)
         if self.tma_slots:
