@@ -19,7 +19,7 @@ import libcst as cst
 
 from .. import ir
 from . import pipelines as P
-from .discover import ModuleInfo, canonical, qualify
+from .discover import NUMERIC_TYPES, ModuleInfo, canonical, qualify
 from .project import LIBRARY_PIPELINE_PREFIXES, ClassAttr, LibraryName, ModuleConst, UndefinedName, local_class_ref
 from .values import _flatten as _flat
 from .values import (
@@ -4457,8 +4457,7 @@ CALLS: dict = {
     "pipeline.CooperativeGroup": P.h_cooperative_group, "pipeline.make_pipeline_state": P.h_make_state,
     "pipeline.PipelineState": P.h_pipeline_state, "arch.issue_clc_query": P.h_issue_clc_query, "cute.nvgpu.tcgen05.commit": P.h_tcgen05_commit,
 }
-for _n in ("Int32", "Int64", "Uint32", "Uint64", "Int8", "Int16", "Uint8", "Uint16", "Boolean", "Float32",
-           "Float16", "BFloat16", "Float64"):
+for _n in NUMERIC_TYPES:
     CALLS[_n] = h_numeric
 BUILTIN_PURE = {"len", "min", "max", "abs", "int", "bool", "tuple", "list", "float", "sum", "round", "print",
                 "zip", "enumerate", "reversed"}
