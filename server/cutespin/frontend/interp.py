@@ -1636,10 +1636,11 @@ class KernelInterp:
             if attr in base.attrs:
                 return base.attrs[attr]
             if attr in self.methods:
-                return FuncRef(attr, self.methods[attr], bound_self=True)
+                return self.getter_or_method(FuncRef(attr, self.methods[attr], bound_self=True), node)
             if attr in self.inherited:
                 owner, fn = self.inherited[attr]
-                return FuncRef(attr, fn, bound_self=True, module=_module_of(owner, self.root_info), owner=owner)
+                return self.getter_or_method(
+                    FuncRef(attr, fn, bound_self=True, module=_module_of(owner, self.root_info), owner=owner), node)
             # Never assigned by any method: a class attribute, the same for every thread.
             return Unknown(f"self.{attr}", key=_leaf("self", attr))
         if isinstance(base, ModuleRef):
@@ -1655,6 +1656,8 @@ class KernelInterp:
             if base.cls is None:  # a SimpleNamespace: only what it was built with
                 return Unknown(f"attribute {attr}")
             got = self.class_attribute(base.cls, attr)
+            if isinstance(got, FuncRef):
+                return self.getter_or_method(replace(got, bound=base), node)
             return got if not (isinstance(got, ModuleRef) and got.qualname.startswith("<class ")) \
                 else Unknown(f"attribute {attr}")
         if isinstance(base, P.Pipeline):
@@ -1702,6 +1705,14 @@ class KernelInterp:
             # An attribute of a uniform object (a kernel argument's field) is uniform.
             return Unknown(f"attribute {attr}", key=_combine("attr", attr, base.key))
         return Unknown(f"attribute {attr}")
+
+    def getter_or_method(self, fn: FuncRef, node):
+        """An object's method named without a call: a `@property` getter runs on access
+        (`tile_sched.num_tiles_executed` of cudnn's vendored scheduler returns the counter
+        `advance_to_next_work` bumps); any other method is the bound method itself."""
+        if _is_property(fn.node):
+            return self.inline(fn, [], {}, node)
+        return fn
 
     def pipeline_attribute(self, pipe: "P.Pipeline", attr: str):
         """An attribute of a pipeline object: what `create` or a subclass's `create` set, a
@@ -2791,6 +2802,13 @@ def _own_method(cref: ClassRef, name: str):
         if item.name.value == name:
             return cref, item
     return None
+
+
+def _is_property(fn_node) -> bool:
+    """A method decorated `@property` or `@functools.cached_property` (a value, read without
+    a call)."""
+    return any(_dotted_name(d.decorator).split(".")[-1] in ("property", "cached_property")
+               for d in fn_node.decorators)
 
 
 def _is_struct_class(node) -> bool:
