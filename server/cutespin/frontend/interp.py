@@ -2571,10 +2571,13 @@ class KernelInterp:
             if not write and isinstance(base, Smem) and (_has_open_mode(idx) or isinstance(idx, Unknown)
                                                          and _open_mode_term(idx.key)):
                 # `tLSEsLSE[None, s, m]`: a slice of a view is a view; its accesses are the
-                # copy, `.load()` or `.store()` done through it later.
+                # copy, `.load()` or `.store()` done through it later, as inexact as its index.
+                if not base.tmem and self.in_summary == 0 and _has_unknown(idx):
+                    return base.at(inexact=True)
                 return base
         if isinstance(base, Smem):
-            exact = index is None or self.in_summary > 0 or not _has_unknown(self.eval_index(index))
+            exact = not base.inexact and (index is None or self.in_summary > 0
+                                          or not _has_unknown(self.eval_index(index)))
             self.emit(RawAccess(self.span(node), base, write, self.mask, False, exact))
             return Unknown("loaded value") if not write else None
         if isinstance(base, Gmem):
