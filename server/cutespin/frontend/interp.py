@@ -3330,10 +3330,21 @@ def _smem_atomic(it, ptr, node) -> bool:
     """An atomic on shared memory (`atomic_add(x, sCount.iterator)` by lane 0 of every warp, then
     a barrier, then a read): a write of the buffer. Atomics of different warps do not race with
     each other, and the model checks writes only against unordered reads, so two atomics never
-    conflict while a read after them still needs the barrier. True when `ptr` is shared memory."""
+    conflict while a read after them still needs the barrier. True when `ptr` is shared memory.
+
+    A pointer into a rank-1 buffer at a known offset (`(meta.iterator + Int32(4)).llvm_ptr`) writes
+    that element, as `meta[4] = v` would; any other pointer is taken as the whole buffer, which
+    over-approximates the element the atomic touches (inexact, P16)."""
     if not isinstance(ptr, Smem) or ptr.tmem:
         return False
-    it.emit(RawAccess(it.span(node), ptr, True, it.mask, False))
+    span = it.span(node)
+    blocks = _element_sets(0, it.mask, ptr.offset) \
+        if ptr.flat and ptr.part is None and ptr.stage is None else None
+    if blocks is not None:
+        for b, elems in blocks.items():
+            it.emit(RawAccess(span, ptr.at(block=b, elems=elems), True, it.mask, False))
+        return True
+    it.emit(RawAccess(span, ptr, True, it.mask, False, it.in_summary > 0))
     return True
 
 
