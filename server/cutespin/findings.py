@@ -197,14 +197,19 @@ def classify_assertion(text: str):
     return "race", "unknown"
 
 
+# The operations on a region that carry `exact` (an index that did not fold).
+INDEXED_OPS = (ir.Access, ir.TmaLoad, ir.TmaStore, ir.CpAsyncCopy, ir.AsyncRead)
+
+
 def _inexact_lines(k: ir.KernelModel, region: Optional[int]) -> list:
-    """Lines of the accesses to `region` whose element index did not fold (ir.Access.exact): the
-    model takes each as the whole buffer, so a race on the region may be between elements that
-    differ on the GPU."""
+    """Lines of the accesses and copies of `region` whose element or stage index did not fold
+    (ir.Access.exact): the model takes each as the whole buffer, so a race on the region may be
+    between elements that differ on the GPU."""
     if region is None:
         return []
     lines = {op.span.line for p in k.processes for ops in p.variants for op in ir.walk(ops)
-             if isinstance(op, ir.Access) and not op.exact and op.region is not None and op.region.index == region}
+             if isinstance(op, INDEXED_OPS) and not op.exact and op.region is not None
+             and op.region.index == region}
     return sorted(lines)
 
 
@@ -224,6 +229,9 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
         data = {"sub": sub, "op": info.op if info else None, "barrier": info.barrier if info else None,
                 "region": info.region if info else None}
         region_name = next((r.name for r in pm.tracked if info and r.index == info.region), "the buffer")
+        inexact = _inexact_lines(k, info.region if info else None) if kind == "race" else []
+        if inexact:  # a race of any kind through accesses taken as the whole buffer (P16)
+            data["inexact"] = inexact
         if kind == "race" and sub == "race" and info and info.op == "load" and info.region in pm.tma_store_dests:
             msg = (f"TMA store result read too early: {role} {what}, but the TMA store that writes it is not "
                    f"completed with cp_async_bulk_wait_group(0) (read=False) and fenced with "
@@ -257,9 +265,6 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
                        f"store; the TMA can copy stale data")
             else:
                 msg = f"data race on {region_name}: {role} {what}"
-            inexact = _inexact_lines(k, info.region if info else None)
-            if inexact:
-                data["inexact"] = inexact
             return [Finding("race", msg, span, path, related, steps=steps, data=data)]
         if sub == "async_read" and info and info.op == "dealloc":
             return [Finding("race", _dealloc_message(role, what), span, path, related, steps=steps, data=data)]

@@ -160,6 +160,9 @@ class TmaLoad(Op):
     # A multicast copy to this many CTAs, bytes not known: the expect of the issuing CTA counts one
     # unit from each CTA of the group, each taken to multicast the same copy (frontend `_units_in`).
     mcast: int = 1
+    # False when the copy's shared-memory view was selected with an index that did not fold
+    # (see Access.exact).
+    exact: bool = True
 
 
 @dataclass
@@ -169,6 +172,9 @@ class TmaStore(Op):
     region: Optional[Region]
     lanes: int
     dest: Optional[Region] = None
+    # False when the copy's shared-memory view was selected with an index that did not fold
+    # (see Access.exact).
+    exact: bool = True
 
 
 @dataclass
@@ -193,6 +199,9 @@ class CpAsyncCopy(Op):
     region: Region
     lanes: int
     part: Optional[str] = None  # thread-partition key of the destination view (see Access.part)
+    # False when the copy's shared-memory view was selected with an index that did not fold
+    # (see Access.exact).
+    exact: bool = True
 
 
 @dataclass
@@ -220,6 +229,9 @@ class AsyncRead(Op):
     region: Region
     lanes: int
     kind: str = "wgmma"
+    # False when the copy's shared-memory view was selected with an index that did not fold
+    # (see Access.exact).
+    exact: bool = True
 
 
 @dataclass

@@ -1110,10 +1110,10 @@ class _Converter:
             region = self.n.region(op.dst) if op.dst is not None else None
             nbytes = op.nbytes if op.nbytes is not None else op.dst.nbytes if op.dst is not None else None
             return ir.TmaLoad(op.span, self.n.barrier(op.bar), region, nbytes or 0, self.lanes(op.mask),
-                              tx_known=nbytes is not None, pair=op.pair, mcast=op.mcast)
+                              tx_known=nbytes is not None, pair=op.pair, mcast=op.mcast, exact=_exact(op.dst))
         if isinstance(op, I.RawTmaStore):
             return ir.TmaStore(op.span, self.n.region(op.src), self.lanes(op.mask),
-                               self.n.region(op.dst) if isinstance(op.dst, Gmem) else None)
+                               self.n.region(op.dst) if isinstance(op.dst, Gmem) else None, exact=_exact(op.src))
         if isinstance(op, I.RawAccess) and isinstance(op.target, Smem) and op.target.stage == TMEM_ALL_STAGES:
             return _WholeTmem(op.span, op.target.cta, op.write, self.lanes(op.mask))
         if isinstance(op, I.RawAccess):
@@ -1124,7 +1124,7 @@ class _Converter:
                              part=getattr(op.target, "part", None), exact=op.exact)
         if isinstance(op, I.RawCpAsync):
             region = self.n.region(op.dst)
-            return ir.CpAsyncCopy(op.span, region, self.lanes(op.mask), op.dst.part)
+            return ir.CpAsyncCopy(op.span, region, self.lanes(op.mask), op.dst.part, exact=_exact(op.dst))
         if isinstance(op, I.RawCpAsyncWait):
             return ir.CpAsyncWait(op.span, op.pending, self.lanes(op.mask))
         if isinstance(op, I.RawAsyncRead):
@@ -1134,8 +1134,10 @@ class _Converter:
             if op.kind == "mma" and not self.wgmma:
                 # A tcgen05 MMA (or an MMA whose completion is not tracked by warpgroup groups):
                 # its operand read is taken at issue; tcgen05.commit signals its completion.
-                return ir.Access(op.span, region, False, self.lanes(op.mask), part=op.target.part)
-            return ir.AsyncRead(op.span, region, self.lanes(op.mask), "wgmma" if op.kind == "mma" else op.kind)
+                return ir.Access(op.span, region, False, self.lanes(op.mask), part=op.target.part,
+                                 exact=_exact(op.target))
+            return ir.AsyncRead(op.span, region, self.lanes(op.mask), "wgmma" if op.kind == "mma" else op.kind,
+                                exact=_exact(op.target))
         if isinstance(op, I.RawAsyncReadWait):
             return ir.AsyncReadWait(op.span, op.pending, self.lanes(op.mask), op.kind)
         if isinstance(op, I.RawFence):
@@ -1153,6 +1155,11 @@ class _Converter:
                              op.swapped, op.enum)
         return op
 
+
+
+def _exact(target) -> bool:
+    """Whether a copy's shared-memory side was selected with indices that all folded."""
+    return not getattr(target, "inexact", False)
 
 
 def _assign_tx_units(processes: list, registry: I.Registry):

@@ -89,11 +89,25 @@ def qualify(expr: cst.BaseExpression, aliases: dict) -> Optional[str]:
     return None
 
 
+# The DSL's numeric types. They are defined in `cutlass.base_dsl.typing` and re-exported by
+# `cutlass`, `cutlass.cute`, `cutlass.cute.typing` and `cutlass.cutlass_dsl`; kernels import
+# them from any of these (`from cutlass.cute.typing import Int32`), and all name one type.
+NUMERIC_TYPES = frozenset({
+    "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16", "Uint32", "Uint64", "Boolean",
+    "Float16", "BFloat16", "Float32", "Float64", "TFloat32", "Float8E4M3FN", "Float8E5M2",
+})
+NUMERIC_REEXPORTS = ("cute.typing", "cute", "cutlass_dsl", "base_dsl.typing", "base_dsl")
+
+
 def canonical(qualname: str) -> str:
-    """Normalise a qualified DSL name: `cutlass.cute.arch.mbar.mbarrier_wait` -> `arch.mbarrier_wait`."""
+    """Normalise a qualified DSL name: `cutlass.cute.arch.mbar.mbarrier_wait` -> `arch.mbarrier_wait`,
+    `cutlass.cute.typing.Int32` -> `Int32`."""
     q = qualname
     if q.startswith("cutlass."):
         q = q[len("cutlass."):]
+    module, _, last = q.rpartition(".")
+    if last in NUMERIC_TYPES and module in NUMERIC_REEXPORTS:
+        return last
     if q.startswith("cute.arch."):
         return "arch." + q.rsplit(".", 1)[1]
     if q.startswith("pipeline."):

@@ -19,7 +19,7 @@ import libcst as cst
 
 from .. import ir
 from . import pipelines as P
-from .discover import ModuleInfo, canonical, qualify
+from .discover import NUMERIC_TYPES, ModuleInfo, canonical, qualify
 from .project import LIBRARY_PIPELINE_PREFIXES, ClassAttr, LibraryName, ModuleConst, UndefinedName, local_class_ref
 from .values import _flatten as _flat
 from .values import (
@@ -1664,10 +1664,11 @@ class KernelInterp:
             if attr in base.attrs:
                 return base.attrs[attr]
             if attr in self.methods:
-                return FuncRef(attr, self.methods[attr], bound_self=True)
+                return self.getter_or_method(FuncRef(attr, self.methods[attr], bound_self=True), node)
             if attr in self.inherited:
                 owner, fn = self.inherited[attr]
-                return FuncRef(attr, fn, bound_self=True, module=_module_of(owner, self.root_info), owner=owner)
+                return self.getter_or_method(
+                    FuncRef(attr, fn, bound_self=True, module=_module_of(owner, self.root_info), owner=owner), node)
             # Never assigned by any method: a class attribute, the same for every thread.
             return Unknown(f"self.{attr}", key=_leaf("self", attr))
         if isinstance(base, ModuleRef):
@@ -1683,6 +1684,8 @@ class KernelInterp:
             if base.cls is None:  # a SimpleNamespace: only what it was built with
                 return Unknown(f"attribute {attr}")
             got = self.class_attribute(base.cls, attr)
+            if isinstance(got, FuncRef):
+                return self.getter_or_method(replace(got, bound=base), node)
             return got if not (isinstance(got, ModuleRef) and got.qualname.startswith("<class ")) \
                 else Unknown(f"attribute {attr}")
         if isinstance(base, P.Pipeline):
@@ -1730,6 +1733,14 @@ class KernelInterp:
             # An attribute of a uniform object (a kernel argument's field) is uniform.
             return Unknown(f"attribute {attr}", key=_combine("attr", attr, base.key))
         return Unknown(f"attribute {attr}")
+
+    def getter_or_method(self, fn: FuncRef, node):
+        """An object's method named without a call: a `@property` getter runs on access
+        (`tile_sched.num_tiles_executed` of cudnn's vendored scheduler returns the counter
+        `advance_to_next_work` bumps); any other method is the bound method itself."""
+        if _is_property(fn.node):
+            return self.inline(fn, [], {}, node)
+        return fn
 
     def pipeline_attribute(self, pipe: "P.Pipeline", attr: str):
         """An attribute of a pipeline object: what `create` or a subclass's `create` set, a
@@ -2594,10 +2605,13 @@ class KernelInterp:
             if not write and isinstance(base, Smem) and (_has_open_mode(idx) or isinstance(idx, Unknown)
                                                          and _open_mode_term(idx.key)):
                 # `tLSEsLSE[None, s, m]`: a slice of a view is a view; its accesses are the
-                # copy, `.load()` or `.store()` done through it later.
+                # copy, `.load()` or `.store()` done through it later, as inexact as its index.
+                if not base.tmem and self.in_summary == 0 and _has_unknown(idx):
+                    return base.at(inexact=True)
                 return base
         if isinstance(base, Smem):
-            exact = index is None or self.in_summary > 0 or not _has_unknown(self.eval_index(index))
+            exact = not base.inexact and (index is None or self.in_summary > 0
+                                          or not _has_unknown(self.eval_index(index)))
             self.emit(RawAccess(self.span(node), base, write, self.mask, False, exact))
             return Unknown("loaded value") if not write else None
         if isinstance(base, Gmem):
@@ -2837,6 +2851,13 @@ def _own_method(cref: ClassRef, name: str):
         if item.name.value == name:
             return cref, item
     return None
+
+
+def _is_property(fn_node) -> bool:
+    """A method decorated `@property` or `@functools.cached_property` (a value, read without
+    a call)."""
+    return any(_dotted_name(d.decorator).split(".")[-1] in ("property", "cached_property")
+               for d in fn_node.decorators)
 
 
 def _is_struct_class(node) -> bool:
@@ -3360,10 +3381,21 @@ def _smem_atomic(it, ptr, node) -> bool:
     """An atomic on shared memory (`atomic_add(x, sCount.iterator)` by lane 0 of every warp, then
     a barrier, then a read): a write of the buffer. Atomics of different warps do not race with
     each other, and the model checks writes only against unordered reads, so two atomics never
-    conflict while a read after them still needs the barrier. True when `ptr` is shared memory."""
+    conflict while a read after them still needs the barrier. True when `ptr` is shared memory.
+
+    A pointer into a rank-1 buffer at a known offset (`(meta.iterator + Int32(4)).llvm_ptr`) writes
+    that element, as `meta[4] = v` would; any other pointer is taken as the whole buffer, which
+    over-approximates the element the atomic touches (inexact, P16)."""
     if not isinstance(ptr, Smem) or ptr.tmem:
         return False
-    it.emit(RawAccess(it.span(node), ptr, True, it.mask, False))
+    span = it.span(node)
+    blocks = _element_sets(0, it.mask, ptr.offset) \
+        if ptr.flat and ptr.part is None and ptr.stage is None else None
+    if blocks is not None:
+        for b, elems in blocks.items():
+            it.emit(RawAccess(span, ptr.at(block=b, elems=elems), True, it.mask, False))
+        return True
+    it.emit(RawAccess(span, ptr, True, it.mask, False, it.in_summary > 0))
     return True
 
 
@@ -4641,8 +4673,7 @@ CALLS: dict = {
     "pipeline.CooperativeGroup": P.h_cooperative_group, "pipeline.make_pipeline_state": P.h_make_state,
     "pipeline.PipelineState": P.h_pipeline_state, "arch.issue_clc_query": P.h_issue_clc_query, "cute.nvgpu.tcgen05.commit": P.h_tcgen05_commit,
 }
-for _n in ("Int32", "Int64", "Uint32", "Uint64", "Int8", "Int16", "Uint8", "Uint16", "Boolean", "Float32",
-           "Float16", "BFloat16", "Float64"):
+for _n in NUMERIC_TYPES:
     CALLS[_n] = h_numeric
 BUILTIN_PURE = {"len", "min", "max", "abs", "int", "bool", "tuple", "list", "float", "sum", "round", "print",
                 "zip", "enumerate", "reversed"}

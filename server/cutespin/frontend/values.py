@@ -7,6 +7,7 @@ an unmodeled item can say so.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from dataclasses import field as dc_field  # `Smem` has an attribute named `field`
 from typing import Any, Optional
 
 FULL_MASK = (1 << 32) - 1
@@ -114,6 +115,10 @@ class Smem:
     # A field of a `@cute.struct` allocation (`storage.scheduler`): its attributes other than a
     # tensor's are the fields of a nested struct (`storage.scheduler.tile_info_mbar`).
     field: bool = False
+    # A view selected with an index that did not fold (`sD[(None, None, None, d_buffer)]` with
+    # `d_buffer` unknown): taken as the whole buffer, so every access through it, the copies it
+    # feeds included, is inexact (ir.Access.exact, policy P16). Not part of its identity.
+    inexact: bool = dc_field(default=False, compare=False)
 
     def at(self, **kw) -> "Smem":
         return replace(self, **kw)
