@@ -246,7 +246,11 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
                 rel = [Related(path, span, f"the read that may see stale data: {role} {what}")] + related
                 data["read_span"] = span.to_json()
                 return [Finding("scope", msg, nspan, path, rel, steps=steps, data=data)]
-            if info and info.op == "dealloc":
+            other = _other_dealloc(res, pm, info) if info and info.op == "dealloc" else None
+            if other is not None:
+                msg = _double_dealloc_message(role, other.process)
+                related = [Related(path, other.span, f"the other dealloc: {other.process} {other.what}")] + related
+            elif info and info.op == "dealloc":
                 msg = _dealloc_message(role, what)
             elif info and info.op == "load" and info.region in pm.cp_async_dests:
                 msg = (f"data race: {role} {what} while a cp.async copy into it is not complete and ordered "
@@ -338,6 +342,22 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
                 "blocked": [{"line": i.span.line, "op": i.op, "barrier": i.barrier} for _, i in blocked]}
         return [Finding("deadlock", msg, info.span, path, rel, steps=steps, data=data)]
     return []
+
+
+def _other_dealloc(res: RunResult, pm: PromelaModel, info: LineInfo) -> Optional[LineInfo]:
+    """The step of the trace that conflicts with a failing dealloc, when it is a dealloc of the
+    same TMEM (region, hence CTA) by another role: the latest earlier step of another role on
+    that region."""
+    for _, step in reversed(_group_steps(res, pm)):
+        if step.region == info.region and step.process != info.process and step.span is not None:
+            return step if step.op == "dealloc" else None
+    return None
+
+
+def _double_dealloc_message(role: str, other: str) -> str:
+    return (f"TMEM freed by more than one warp: {other} and {role} both run dealloc_tmem on the same allocation; "
+            f"one warp must deallocate (guard the dealloc with the allocating warp's condition, as the "
+            f"alloc_tmem is): on the GPU the same columns are freed more than once, which is undefined behaviour")
 
 
 def _dealloc_message(role: str, what: str) -> str:

@@ -25,7 +25,7 @@ from .values import _flatten as _flat
 from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, ClassRef, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LambdaRef,
     LaneVal, Layout, LibraryCreate, ModuleRef, NamedBarrierObj, PartialRef, PartialText, Record, Rmem, SelfObj, Smem, Storage,
-    SuperRef, TensorMapManagerObj, TmaAtom, TmaInfo, TmemAllocatorObj, CtaGroupOp, TryWaitResult, Unknown, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET,
+    SuperRef, TensorMapManagerObj, TmaAtom, TmaInfo, TmemAllocatorObj, CtaGroupOp, TryWaitResult, Unknown, UnresolvedSyncObject, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET,
     TEXT_HOLE,
 )
 
@@ -516,6 +516,8 @@ SYNC_METHOD_NAMES = PIPELINE_METHODS | {
     "acquire", "acquire_and_advance", "wait", "wait_and_advance", "commit", "release", "tail",
     "producer_try_acquire", "consumer_try_wait", "make_participants",
 }
+# Methods of `pipeline.NamedBarrier` and of barrier-like objects.
+BARRIER_METHOD_NAMES = {"arrive", "arrive_and_wait", "arrive_unaligned", "wait", "wait_unaligned", "sync"}
 
 
 def _is_const_expr_test(node) -> bool:
@@ -1690,6 +1692,8 @@ class KernelInterp:
                 else Unknown(f"attribute {attr}")
         if isinstance(base, P.Pipeline):
             return self.pipeline_attribute(base, attr)
+        if isinstance(base, NamedBarrierObj):
+            return self.named_barrier_attribute(base, attr)
         if attr == "num_tiles_executed" and isinstance(base, Unknown):
             # StaticPersistentTileScheduler: 0 after create, +1 per advance_to_next_work(); the
             # persistent loop is unrolled, so the count is known in each iteration.
@@ -1752,6 +1756,19 @@ class KernelInterp:
             if value is not None:
                 return self.in_module(pipe.cls.module, lambda: self.eval(value))
         return P.pipeline_attribute(pipe, attr)
+
+    def named_barrier_attribute(self, nb: NamedBarrierObj, attr: str):
+        """The library's fields (`self.barrier_id`, `self.num_threads` in a subclass's override), else
+        a subclass's class-level constant."""
+        if attr == "barrier_id":
+            return nb.barrier_id
+        if attr == "num_threads":
+            return nb.threads
+        if nb.cls is not None:
+            value = _class_constant(nb.cls, attr)
+            if value is not None:
+                return self.in_module(nb.cls.module, lambda: self.eval(value))
+        return Unknown(f"attribute {attr} of a named barrier")
 
     def eval_Lambda(self, node):
         return LambdaRef(node, dict(self.env), self.info)
@@ -2120,6 +2137,10 @@ class KernelInterp:
             # quack's `PipelineStateWAdvance(stages, count, index, phase)`: the library state with
             # extra methods only (an extra method called on it stays unmodeled).
             return P.h_pipeline_state(self, args, kwargs, node)
+        if cref.library_base == "NamedBarrier" and init is None:
+            # cudnn's `class _WarpGroupBarrier(pipeline.NamedBarrier)` overriding `arrive_and_wait`
+            # with a raw `nvvm.barrier_cta_sync`: the library object, tagged with its class.
+            return replace(h_named_barrier(self, args, kwargs, node), cls=cref)
         if init is not None:
             rec = Record(cref, {})
             owner, fn = init
@@ -2128,7 +2149,10 @@ class KernelInterp:
             return rec
         fields = _record_fields(cref)
         if fields is None or cref.library_base is not None:
-            return self.unknown_call(cref.qualname, args, kwargs, node)
+            result = self.unknown_call(cref.qualname, args, kwargs, node)
+            if cref.library_base is not None and isinstance(result, Unknown):
+                return UnresolvedSyncObject(f"object of {cref.qualname}", cls_name=cref.node.name.value)
+            return result
         attrs = {}
         for i, (name, default) in enumerate(fields):
             if i < len(args):
@@ -2223,6 +2247,14 @@ class KernelInterp:
                 ref = FuncRef(f"{owner.qualname}.{meth}", fn, module=_module_of(owner, self.root_info), bound=base,
                               owner=owner)
                 return self.inline(ref, args, kwargs, node)
+        if isinstance(base, NamedBarrierObj) and base.cls is not None:
+            found = self.project.find_method(base.cls, meth) if self.project is not None else \
+                _own_method(base.cls, meth)
+            if found is not None:  # the subclass overrides it: interpret the override
+                owner, fn = found
+                ref = FuncRef(f"{owner.qualname}.{meth}", fn, module=_module_of(owner, self.root_info), bound=base,
+                              owner=owner)
+                return self.inline(ref, args, kwargs, node)
         if isinstance(base, SuperRef):
             return self.call_super(base, meth, args, kwargs, node)
         if isinstance(base, Record) and base.cls is not None:
@@ -2233,6 +2265,19 @@ class KernelInterp:
                 ref = FuncRef(f"{owner.qualname}.{meth}", fn, module=_module_of(owner, self.root_info), bound=base,
                               owner=owner)
                 return self.inline(ref, args, kwargs, node)
+            if base.cls.library_base is not None and meth in SYNC_METHOD_NAMES | BARRIER_METHOD_NAMES:
+                # A package class deriving a library class, built by its own `__init__`: the
+                # library's method on it is not followed.
+                self.unmodeled(node, f"{base.cls.node.name.value}.{meth}",
+                               f"library method of a package subclass of cutlass.pipeline.{base.cls.library_base}")
+                return Unknown(f"result of .{meth}()")
+        if isinstance(base, UnresolvedSyncObject) and meth in SYNC_METHOD_NAMES | BARRIER_METHOD_NAMES:
+            self.unmodeled(node, f"{base.cls_name}.{meth}",
+                           "synchronization method of an object of a package subclass of a cutlass.pipeline class "
+                           "that could not be built")
+            return Unknown(f"result of .{meth}()")
+        if meth == "ir_value" and isinstance(base, (int, LaneVal, Unknown)) and not isinstance(base, bool):
+            return base  # `Int32(n).ir_value(loc=loc, ip=ip)`: the same number as an MLIR value
         if isinstance(base, (PartialRef, LambdaRef, FuncRef)) and meth == "__call__":
             return self.call_value(base, args, kwargs, node)
         if isinstance(base, P.MbarArray):
@@ -2347,6 +2392,14 @@ class KernelInterp:
                 owner, fn = found
                 return self.inline(FuncRef(meth, fn, bound_self=True, module=_module_of(owner, self.root_info),
                                            owner=owner), args, kwargs, node)
+        if isinstance(pipe, NamedBarrierObj):
+            found = self.owner and self.project and next(
+                (f for f in (self.project.find_method(b, meth) for b in self.owner.bases) if f), None)
+            if found:
+                o, fn = found
+                return self.inline(FuncRef(f"{o.qualname}.{meth}", fn, module=_module_of(o, self.root_info),
+                                           bound=pipe, owner=o), args, kwargs, node)
+            return self.named_barrier_method(pipe, meth, node)
         if not isinstance(pipe, (P.Pipeline, Record)):
             return self.call_method(Unknown("super()"), meth, args, kwargs, node)  # as an unknown object
         owner = self.owner
@@ -3280,6 +3333,23 @@ def h_barrier_arrive(it, args, kwargs, node):
     it.emit_named(kwargs.get("barrier_id", 0), threads, False, node)
 
 
+def _h_nvvm_barrier(wait: bool, count_name: str, id_first: bool = True):
+    """The raw NVVM barrier ops (`from cutlass._mlir.dialects import nvvm`): `barrier_cta_sync(id,
+    thread_count=n, aligned=)` / `barrier_cta_arrive(id, n)` and the older `barrier(barrier_id=,
+    number_of_threads=)` / `barrier_arrive(...)`: bar.sync / bar.arrive like `cute.arch.barrier` /
+    `barrier_arrive`. No id is barrier 0; no count on a sync is every thread of the CTA (the
+    `aligned` flag changes nothing modeled)."""
+    def h(it, args, kwargs, node):
+        bid = _kw(args, kwargs, 0 if id_first else None, "barrier_id")
+        threads = _kw(args, kwargs, 1 if id_first else None, count_name)
+        if not wait and threads is None:
+            it.unmodeled(node, "nvvm barrier arrive", "the thread count is required")
+            return None
+        it.emit_named(bid, threads, wait, node)
+        return Unknown("barrier result")
+    return h
+
+
 def h_exit(it, args, kwargs, node):
     """`cute.arch.nvvm.exit()` (PTX `exit`): the thread ends here. In the kernel body that is a
     `return` from the kernel (under a runtime condition, only on that side); inside a helper it
@@ -4093,7 +4163,7 @@ def tmem_allocator_method(it, t: TmemAllocatorObj, meth, args, kwargs, node):
         return None
     if meth == "wait_for_alloc":
         if isinstance(t.barrier, NamedBarrierObj):
-            it.emit_named(t.barrier.barrier_id, t.barrier.threads, True, node)
+            it.call_method(t.barrier, "arrive_and_wait", [], {}, node)  # the library's call (a subclass may override it)
         else:
             it.unmodeled(node, "TmemAllocator.wait_for_alloc", "barrier_for_retrieve could not be resolved")
         return None
@@ -4673,8 +4743,14 @@ CALLS: dict = {
     "pipeline.CooperativeGroup": P.h_cooperative_group, "pipeline.make_pipeline_state": P.h_make_state,
     "pipeline.PipelineState": P.h_pipeline_state, "arch.issue_clc_query": P.h_issue_clc_query, "cute.nvgpu.tcgen05.commit": P.h_tcgen05_commit,
 }
+for _prefix in ("nvvm.", "_mlir.dialects.nvvm."):
+    CALLS[_prefix + "barrier_cta_sync"] = _h_nvvm_barrier(True, "thread_count")
+    CALLS[_prefix + "barrier_cta_arrive"] = _h_nvvm_barrier(False, "thread_count")
+    CALLS[_prefix + "barrier"] = _h_nvvm_barrier(True, "number_of_threads", id_first=False)
+    CALLS[_prefix + "barrier_arrive"] = _h_nvvm_barrier(False, "number_of_threads", id_first=False)
+    CALLS[_prefix + "barrier0"] = _h_nvvm_barrier(True, "number_of_threads", id_first=False)
 for _n in NUMERIC_TYPES:
-    CALLS[_n] = h_numeric
+    CALLS[_n] = h_numeric  # under every re-exporting module too: canonical() names them bare
 BUILTIN_PURE = {"len", "min", "max", "abs", "int", "bool", "tuple", "list", "float", "sum", "round", "print",
                 "zip", "enumerate", "reversed"}
 # Functions whose result depends only on their arguments (no thread identity, no memory, no

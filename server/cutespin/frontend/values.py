@@ -206,8 +206,20 @@ class TensorMapManagerObj:
 
 @dataclass(frozen=True)
 class NamedBarrierObj:
+    """`pipeline.NamedBarrier(barrier_id=, num_threads=)`, or an object of a package subclass of it
+    (`cls`, its ClassRef): the subclass's own methods are interpreted, the others are the library's."""
+
     barrier_id: Any
     threads: Any
+    cls: Any = field(default=None, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class UnresolvedSyncObject(Unknown):
+    """An object of a package class deriving a `cutlass.pipeline` class that the interpreter could
+    not build: a synchronization method called on it is unmodeled, never dropped."""
+
+    cls_name: str = ""
 
 
 @dataclass(frozen=True)
