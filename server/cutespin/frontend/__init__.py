@@ -693,6 +693,10 @@ class _Numbering:
                 name += "[other elements]" if target.flat or target.coord_rank else "[other slices]"
             elif target.block is not None:
                 span = f"{target.block * I.ELEMENT_BLOCK}:{(target.block + 1) * I.ELEMENT_BLOCK}"
+                if target.atom and isinstance(target.atom[0], tuple):
+                    name += f"[{_coord_atom_span(target.atom)}] (CTA {target.cta})"
+                    space, cta = "smem", target.cta
+                    return self._region(key, space, cta, name, target)
                 if target.atom:
                     a = target.atom
                     span = (str(a[0]) if len(a) == 1 else f"{a[0]}:{a[-1] + 1}" if a[-1] - a[0] + 1 == len(a)
@@ -707,6 +711,9 @@ class _Numbering:
             name, space, cta = f"global {target.name}", "gmem", -1
         else:
             return None
+        return self._region(key, space, cta, name, target)
+
+    def _region(self, key, space, cta, name, target) -> ir.Region:
         if key not in self.regions:
             self.regions[key] = ir.Region(len(self.regions), space, cta, name)
             if space == "tmem":
@@ -719,6 +726,18 @@ class _Numbering:
             name = f"{g.name}[{g.offset}]" if g.offset else g.name
             self.flags[key] = ir.Flag(len(self.flags), name)
         return self.flags[key]
+
+
+def _coord_atom_span(atom: tuple) -> str:
+    """`0, 1` for the element at coordinate (0, 1); `1, 0:4` for a run of a row; else the first few."""
+    leads = {e[:-1] for e in atom}
+    lasts = [e[-1] for e in atom]
+    if len(leads) == 1:
+        lead = ", ".join(map(str, next(iter(leads))))
+        run = (str(lasts[0]) if len(lasts) == 1 else f"{lasts[0]}:{lasts[-1] + 1}"
+               if lasts[-1] - lasts[0] + 1 == len(lasts) else ",".join(map(str, lasts[:4])) + (",..." if len(lasts) > 4 else ""))
+        return f"{lead}, {run}"
+    return " | ".join(", ".join(map(str, e)) for e in atom[:3]) + (" | ..." if len(atom) > 3 else "")
 
 
 def _collect_masks(ops, acc: set):
