@@ -204,7 +204,8 @@ def _inexact_lines(k: ir.KernelModel, region: Optional[int]) -> list:
     if region is None:
         return []
     lines = {op.span.line for p in k.processes for ops in p.variants for op in ir.walk(ops)
-             if isinstance(op, ir.Access) and not op.exact and op.region is not None and op.region.index == region}
+             if isinstance(op, (ir.Access, ir.TmaLoad)) and not op.exact and op.region is not None
+             and op.region.index == region}
     return sorted(lines)
 
 
@@ -279,6 +280,9 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
         if sub == "tma_inflight":
             msg = (f"data race: {role} {what} while an earlier TMA load into the same buffer may still be in "
                    f"flight; the two copies overwrite each other")
+            inexact = _inexact_lines(k, info.region if info else None)
+            if inexact:
+                data["inexact"] = inexact
             return [Finding("race", msg, span, path, related, steps=steps, data=data)]
         if kind == "fence":
             msg = (f"missing proxy fence: {role} {what}, but generic writes to {region_name} are not fenced "

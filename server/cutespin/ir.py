@@ -158,6 +158,9 @@ class TmaLoad(Op):
     # A multicast copy to this many CTAs, bytes not known: the expect of the issuing CTA counts one
     # unit from each CTA of the group, each taken to multicast the same copy (frontend `_units_in`).
     mcast: int = 1
+    # False when the load shares its region with loads into other constant parts of the stage
+    # (frontend `_mark_merged_selections`): a race found through it may be between disjoint parts.
+    exact: bool = True
 
 
 @dataclass

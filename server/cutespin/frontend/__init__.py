@@ -670,6 +670,11 @@ class _Numbering:
         self.flags: dict = {}
         self.tmem_at: dict = {}  # TMEM region index -> (column offset, stage or None)
         self.derived: dict = {}  # barrier index -> (key, CTA) of barriers whose init count is derived
+        self.selections: dict = {}  # region index -> [(Smem.sub, IR op)] for `_mark_merged_selections`
+
+    def note_selection(self, target, op) -> None:
+        if isinstance(target, Smem) and not target.tmem and op.region is not None:
+            self.selections.setdefault(op.region.index, []).append((target.sub, op))
 
     def barrier(self, s: Smem) -> ir.Barrier:
         key = (s.alloc, s.cta, s.offset + (s.stage or 0))
@@ -738,6 +743,19 @@ def _coord_atom_span(atom: tuple) -> str:
                if lasts[-1] - lasts[0] + 1 == len(lasts) else ",".join(map(str, lasts[:4])) + (",..." if len(lasts) > 4 else ""))
         return f"{lead}, {run}"
     return " | ".join(", ".join(map(str, e)) for e in atom[:3]) + (" | ..." if len(atom) > 3 else "")
+
+
+def _mark_merged_selections(numbering: _Numbering) -> None:
+    """A stage is one region, however its parts were selected: two TMA loads under one expect_tx
+    into `sdO[None, 0, None, s]` and `sdO[None, 1, None, s]` (or into `buf.iterator + 4096 * k`)
+    share it, and the model sees the second overwrite the first. Where a region's accesses and
+    loads were selected by two or more different constant parts, those that were are inexact: a
+    race found through them may be between disjoint parts (P16), not a counterexample."""
+    for items in numbering.selections.values():
+        if len({sub for sub, _ in items if sub is not None}) >= 2:
+            for sub, op in items:
+                if sub is not None:
+                    op.exact = False
 
 
 def _collect_masks(ops, acc: set):
@@ -1007,8 +1025,10 @@ class _Converter:
         if isinstance(op, I.RawTmaLoad):
             region = self.n.region(op.dst) if op.dst is not None else None
             nbytes = op.nbytes if op.nbytes is not None else op.dst.nbytes if op.dst is not None else None
-            return ir.TmaLoad(op.span, self.n.barrier(op.bar), region, nbytes or 0, self.lanes(op.mask),
+            load = ir.TmaLoad(op.span, self.n.barrier(op.bar), region, nbytes or 0, self.lanes(op.mask),
                               tx_known=nbytes is not None, pair=op.pair, mcast=op.mcast)
+            self.n.note_selection(op.dst, load)
+            return load
         if isinstance(op, I.RawTmaStore):
             return ir.TmaStore(op.span, self.n.region(op.src), self.lanes(op.mask),
                                self.n.region(op.dst) if isinstance(op.dst, Gmem) else None)
@@ -1018,8 +1038,10 @@ class _Converter:
             region = self.n.region(op.target)
             if region is None:
                 return None
-            return ir.Access(op.span, region, op.write, self.lanes(op.mask), op.async_read,
-                             part=getattr(op.target, "part", None), exact=op.exact)
+            access = ir.Access(op.span, region, op.write, self.lanes(op.mask), op.async_read,
+                               part=getattr(op.target, "part", None), exact=op.exact)
+            self.n.note_selection(op.target, access)
+            return access
         if isinstance(op, I.RawCpAsync):
             region = self.n.region(op.dst)
             return ir.CpAsyncCopy(op.span, region, self.lanes(op.mask), op.dst.part)
@@ -1666,6 +1688,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
             role = f"CTA {cta} " + role
         processes.append(ir.Process(cta, w, role, classes, variants))
 
+    _mark_merged_selections(numbering)
     _settle_data_atomics(processes, registry)
     _resolve_tmem(processes, numbering)
     derive_arrival_counts(processes, numbering.derived)

@@ -1858,7 +1858,7 @@ class KernelInterp:
             known = _is_int(b) and a.offset != TMEM_UNKNOWN_OFFSET
             return a.at(offset=op(a.offset, b) if known else TMEM_UNKNOWN_OFFSET)
         if isinstance(a, Smem) and op in (operator.add, operator.sub) and _is_int(b):
-            return a.at(offset=op(a.offset, b))
+            return a.at(offset=op(a.offset, b), sub=("offset", op(a.offset, b)))
         if isinstance(a, Gmem) and op in (operator.add, operator.sub) and _is_int(b):
             return Gmem(a.name, op(a.offset, b), a.is_ptr)
         if isinstance(a, Smem) and isinstance(b, Unknown) and isinstance(b.coord, tuple) and op is operator.add:
@@ -2563,10 +2563,10 @@ class KernelInterp:
             if isinstance(base, Smem) and isinstance(idx, tuple) and idx and isinstance(idx[-1], Unknown):
                 idx = idx[:-1] + (self.select_index(idx[-1], node),)
             stage = _stage_index(idx, base)
-            if stage is not None and not write and isinstance(base, Smem):
-                return base.at(stage=stage)
             if stage is not None and isinstance(base, Smem):
-                base = base.at(stage=stage)
+                base = base.at(stage=stage, sub=_constant_selection(idx) or base.sub)
+            if stage is not None and not write and isinstance(base, Smem):
+                return base
             if (stage is None and isinstance(base, Smem) and base.coord_rank and base.part is None and not base.tmem
                     and isinstance(idx, tuple) and len(idx) == base.coord_rank
                     and not any(x is None or isinstance(x, slice) for x in idx)):
@@ -4757,6 +4757,15 @@ def _same(a, b) -> bool:
         return a == b
     except Exception:  # noqa: BLE001 - unlike values compare unequal
         return False
+
+
+def _constant_selection(idx) -> Optional[tuple]:
+    """("crd", coords) when a stage is selected together with constant coordinates of other modes
+    (`sdO[None, 1, None, stage]`: half 1 of the stage), else None (see Smem.sub)."""
+    if not isinstance(idx, tuple) or len(idx) < 2:
+        return None
+    lead = tuple(None if x is None or isinstance(x, slice) else int(x) if _is_int(x) else "?" for x in idx[:-1])
+    return ("crd", lead) if any(isinstance(x, int) for x in lead) else None
 
 
 def _stage_index(idx, base):

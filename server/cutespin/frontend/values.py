@@ -101,6 +101,11 @@ class Smem:
     # A field of a `@cute.struct` allocation (`storage.scheduler`): its attributes other than a
     # tensor's are the fields of a nested struct (`storage.scheduler.tile_info_mbar`).
     field: bool = False
+    # How a part of one stage was selected: ("crd", coords) for a view taken at constant
+    # coordinates besides the stage (`sdO[None, 1, None, stage]` -> (None, 1, None)), ("offset", k)
+    # for a pointer `buf.iterator + k`. Regions ignore it (a stage is one region), so two copies
+    # into different parts share a region; build_models marks such accesses inexact (P16).
+    sub: Optional[tuple] = None
 
     def at(self, **kw) -> "Smem":
         return replace(self, **kw)
