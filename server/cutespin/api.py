@@ -171,7 +171,8 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
         lines = sorted({n for f in findings for n in f.data.get("inexact", [])})
         where_ = ", ".join(f"line {n}" for n in lines[:5]) + (" …" if len(lines) > 5 else "")
         reason = (f"a possible data race through accesses whose element index is not known ({where_}): each is "
-                  f"taken as the whole buffer, so the race may be between different elements; nothing is proven")
+                  f"taken as the whole buffer (or the whole stage, for copies into different parts of one stage), "
+                  f"so the race may be between different elements; nothing is proven")
         for f in findings:
             f.possible = True
             f.message = ("possible " + f.message + f" (the element index at {where_} is not known: the accesses "

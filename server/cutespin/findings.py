@@ -288,6 +288,9 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
         if sub == "tma_inflight":
             msg = (f"data race: {role} {what} while an earlier TMA load into the same buffer may still be in "
                    f"flight; the two copies overwrite each other")
+            inexact = _inexact_lines(k, info.region if info else None)
+            if inexact:
+                data["inexact"] = inexact
             return [Finding("race", msg, span, path, related, steps=steps, data=data)]
         if kind == "fence":
             msg = (f"missing proxy fence: {role} {what}, but generic writes to {region_name} are not fenced "

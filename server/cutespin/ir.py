@@ -161,7 +161,9 @@ class TmaLoad(Op):
     # unit from each CTA of the group, each taken to multicast the same copy (frontend `_units_in`).
     mcast: int = 1
     # False when the copy's shared-memory view was selected with an index that did not fold
-    # (see Access.exact).
+    # (see Access.exact), or when the load shares its region with loads into other constant parts
+    # of the stage (frontend `_mark_merged_selections`): a race found through it may be between
+    # disjoint parts.
     exact: bool = True
 
 

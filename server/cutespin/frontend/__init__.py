@@ -791,6 +791,11 @@ class _Numbering:
         self.flags: dict = {}
         self.tmem_at: dict = {}  # TMEM region index -> (column offset, stage or None)
         self.derived: dict = {}  # barrier index -> (key, CTA) of barriers whose init count is derived
+        self.selections: dict = {}  # region index -> [(Smem.sub, IR op)] for `_mark_merged_selections`
+
+    def note_selection(self, target, op) -> None:
+        if isinstance(target, Smem) and not target.tmem and op.region is not None:
+            self.selections.setdefault(op.region.index, []).append((target.sub, op))
 
     def barrier(self, s: Smem) -> ir.Barrier:
         key = (s.alloc, s.cta, s.offset + (s.stage or 0))
@@ -814,6 +819,10 @@ class _Numbering:
                 name += "[other elements]" if target.flat or target.coord_rank else "[other slices]"
             elif target.block is not None:
                 span = f"{target.block * I.ELEMENT_BLOCK}:{(target.block + 1) * I.ELEMENT_BLOCK}"
+                if target.atom and isinstance(target.atom[0], tuple):
+                    name += f"[{_coord_atom_span(target.atom)}] (CTA {target.cta})"
+                    space, cta = "smem", target.cta
+                    return self._region(key, space, cta, name, target)
                 if target.atom:
                     a = target.atom
                     span = (str(a[0]) if len(a) == 1 else f"{a[0]}:{a[-1] + 1}" if a[-1] - a[0] + 1 == len(a)
@@ -828,6 +837,9 @@ class _Numbering:
             name, space, cta = f"global {target.name}", "gmem", -1
         else:
             return None
+        return self._region(key, space, cta, name, target)
+
+    def _region(self, key, space, cta, name, target) -> ir.Region:
         if key not in self.regions:
             self.regions[key] = ir.Region(len(self.regions), space, cta, name)
             if space == "tmem":
@@ -840,6 +852,31 @@ class _Numbering:
             name = f"{g.name}[{g.offset}]" if g.offset else g.name
             self.flags[key] = ir.Flag(len(self.flags), name)
         return self.flags[key]
+
+
+def _coord_atom_span(atom: tuple) -> str:
+    """`0, 1` for the element at coordinate (0, 1); `1, 0:4` for a run of a row; else the first few."""
+    leads = {e[:-1] for e in atom}
+    lasts = [e[-1] for e in atom]
+    if len(leads) == 1:
+        lead = ", ".join(map(str, next(iter(leads))))
+        run = (str(lasts[0]) if len(lasts) == 1 else f"{lasts[0]}:{lasts[-1] + 1}"
+               if lasts[-1] - lasts[0] + 1 == len(lasts) else ",".join(map(str, lasts[:4])) + (",..." if len(lasts) > 4 else ""))
+        return f"{lead}, {run}"
+    return " | ".join(", ".join(map(str, e)) for e in atom[:3]) + (" | ..." if len(atom) > 3 else "")
+
+
+def _mark_merged_selections(numbering: _Numbering) -> None:
+    """A stage is one region, however its parts were selected: two TMA loads under one expect_tx
+    into `sdO[None, 0, None, s]` and `sdO[None, 1, None, s]` (or into `buf.iterator + 4096 * k`)
+    share it, and the model sees the second overwrite the first. Where a region's accesses and
+    loads were selected by two or more different constant parts, those that were are inexact: a
+    race found through them may be between disjoint parts (P16), not a counterexample."""
+    for items in numbering.selections.values():
+        if len({sub for sub, _ in items if sub is not None}) >= 2:
+            for sub, op in items:
+                if sub is not None:
+                    op.exact = False
 
 
 def _collect_masks(ops, acc: set):
@@ -1109,8 +1146,10 @@ class _Converter:
         if isinstance(op, I.RawTmaLoad):
             region = self.n.region(op.dst) if op.dst is not None else None
             nbytes = op.nbytes if op.nbytes is not None else op.dst.nbytes if op.dst is not None else None
-            return ir.TmaLoad(op.span, self.n.barrier(op.bar), region, nbytes or 0, self.lanes(op.mask),
+            load = ir.TmaLoad(op.span, self.n.barrier(op.bar), region, nbytes or 0, self.lanes(op.mask),
                               tx_known=nbytes is not None, pair=op.pair, mcast=op.mcast, exact=_exact(op.dst))
+            self.n.note_selection(op.dst, load)
+            return load
         if isinstance(op, I.RawTmaStore):
             return ir.TmaStore(op.span, self.n.region(op.src), self.lanes(op.mask),
                                self.n.region(op.dst) if isinstance(op.dst, Gmem) else None, exact=_exact(op.src))
@@ -1120,8 +1159,10 @@ class _Converter:
             region = self.n.region(op.target)
             if region is None:
                 return None
-            return ir.Access(op.span, region, op.write, self.lanes(op.mask), op.async_read,
-                             part=getattr(op.target, "part", None), exact=op.exact)
+            access = ir.Access(op.span, region, op.write, self.lanes(op.mask), op.async_read,
+                               part=getattr(op.target, "part", None), exact=op.exact)
+            self.n.note_selection(op.target, access)
+            return access
         if isinstance(op, I.RawCpAsync):
             region = self.n.region(op.dst)
             return ir.CpAsyncCopy(op.span, region, self.lanes(op.mask), op.dst.part, exact=_exact(op.dst))
@@ -1803,6 +1844,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
             role = f"CTA {cta} " + role
         processes.append(ir.Process(cta, w, role, classes, variants))
 
+    _mark_merged_selections(numbering)
     _settle_data_atomics(processes, registry)
     _resolve_tmem(processes, numbering)
     derive_arrival_counts(processes, numbering.derived)

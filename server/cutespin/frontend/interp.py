@@ -119,6 +119,36 @@ def _element_sets(idx, mask: int, offset: int = 0) -> Optional[dict]:
     return None
 
 
+def _lane_ints(x, mask: int) -> Optional[list]:
+    """The value of a coordinate in each active lane, when it folds to an integer in all of them."""
+    vals = [x.vals[lane] for lane in range(32) if mask >> lane & 1] if isinstance(x, LaneVal) else [x]
+    return [int(v) for v in vals] if all(_is_int(v) and not isinstance(v, bool) for v in vals) else None
+
+
+def _coord_element_sets(idx: tuple, mask: int):
+    """The elements a full coordinate (`sSeg[row, tidx]`) names in the active lanes, by 32-block of
+    the last coordinate, and whether the leading coordinates folded.
+
+    Elements are coordinate tuples, so `buf[0, w]` and `buf[1, w]` (a reduction buffer
+    double-buffered by row parity) are different elements. When a leading coordinate does not
+    fold, the blocks still hold (the layout is injective, so different last coordinates are
+    different elements) but the elements are not named: the block stays whole (split_blocks) and
+    the access is inexact (P16). None when the last coordinate does not fold."""
+    blocks = _element_sets(idx[-1], mask)
+    if blocks is None:
+        return None, False
+    last = _lane_ints(idx[-1], mask)
+    leads = [_lane_ints(x, mask) for x in idx[:-1]]
+    if any(v is None for v in leads):
+        return {b: None for b in blocks}, False
+    out: dict = {}
+    coords = leads + [last]
+    for i in range(max(len(v) for v in coords)):  # per active lane (a uniform coordinate is one value)
+        elem = tuple(v[i if len(v) > 1 else 0] for v in coords)
+        out.setdefault(elem[-1] // ELEMENT_BLOCK, set()).add(elem)
+    return {b: tuple(sorted(v)) for b, v in out.items()}, True
+
+
 def _as_view(v):
     """A view of a buffer (`make_tensor(buf.iterator, layout)`, `local_tile`, ...): same buffer,
     but an index into it is no longer the element offset (element blocks need the allocation's
@@ -1884,7 +1914,7 @@ class KernelInterp:
             known = _is_int(b) and a.offset != TMEM_UNKNOWN_OFFSET
             return a.at(offset=op(a.offset, b) if known else TMEM_UNKNOWN_OFFSET)
         if isinstance(a, Smem) and op in (operator.add, operator.sub) and _is_int(b):
-            return a.at(offset=op(a.offset, b))
+            return a.at(offset=op(a.offset, b), sub=("offset", op(a.offset, b)))
         if isinstance(a, Gmem) and op in (operator.add, operator.sub) and _is_int(b):
             return Gmem(a.name, op(a.offset, b), a.is_ptr)
         if isinstance(a, Smem) and isinstance(b, Unknown) and isinstance(b.coord, tuple) and op is operator.add:
@@ -2631,20 +2661,22 @@ class KernelInterp:
             if isinstance(base, Smem) and isinstance(idx, tuple) and idx and isinstance(idx[-1], Unknown):
                 idx = idx[:-1] + (self.select_index(idx[-1], node),)
             stage = _stage_index(idx, base)
-            if stage is not None and not write and isinstance(base, Smem):
-                return base.at(stage=stage)
             if stage is not None and isinstance(base, Smem):
-                base = base.at(stage=stage)
+                base = base.at(stage=stage, sub=_constant_selection(idx) or base.sub)
+            if stage is not None and not write and isinstance(base, Smem):
+                return base
             if (stage is None and isinstance(base, Smem) and base.coord_rank and base.part is None and not base.tmem
                     and isinstance(idx, tuple) and len(idx) == base.coord_rank
                     and not any(x is None or isinstance(x, slice) for x in idx)):
-                blocks = _element_sets(idx[-1], self.mask)
+                blocks, leads_fold = _coord_element_sets(idx, self.mask)
                 if blocks is not None:
                     # `sSeg[row, tidx]`: each lane's last coordinate is known; elements whose last
                     # coordinates lie in different 32-blocks differ, whatever the other coordinates
-                    # (and so do elements whose last coordinates differ at all: split_blocks).
+                    # (and so do elements whose full coordinates differ at all: split_blocks).
+                    exact = leads_fold or self.in_summary > 0
                     for b, elems in blocks.items():
-                        self.emit(RawAccess(self.span(node), base.at(block=b, elems=elems), write, self.mask, False))
+                        self.emit(RawAccess(self.span(node), base.at(block=b, elems=elems), write, self.mask, False,
+                                            exact))
                     return Unknown("loaded value") if not write else None
             if stage is None and isinstance(base, Smem) and base.flat and base.part is None and not base.tmem:
                 blocks = _element_sets(idx, self.mask, base.offset)
@@ -5046,6 +5078,15 @@ def _same(a, b) -> bool:
         return a == b
     except Exception:  # noqa: BLE001 - unlike values compare unequal
         return False
+
+
+def _constant_selection(idx) -> Optional[tuple]:
+    """("crd", coords) when a stage is selected together with constant coordinates of other modes
+    (`sdO[None, 1, None, stage]`: half 1 of the stage), else None (see Smem.sub)."""
+    if not isinstance(idx, tuple) or len(idx) < 2:
+        return None
+    lead = tuple(None if x is None or isinstance(x, slice) else int(x) if _is_int(x) else "?" for x in idx[:-1])
+    return ("crd", lead) if any(isinstance(x, int) for x in lead) else None
 
 
 def _stage_index(idx, base):

@@ -119,6 +119,11 @@ class Smem:
     # `d_buffer` unknown): taken as the whole buffer, so every access through it, the copies it
     # feeds included, is inexact (ir.Access.exact, policy P16). Not part of its identity.
     inexact: bool = dc_field(default=False, compare=False)
+    # How a part of one stage was selected: ("crd", coords) for a view taken at constant
+    # coordinates besides the stage (`sdO[None, 1, None, stage]` -> (None, 1, None)), ("offset", k)
+    # for a pointer `buf.iterator + k`. Regions ignore it (a stage is one region), so two copies
+    # into different parts share a region; build_models marks such accesses inexact (P16).
+    sub: Optional[tuple] = None
 
     def at(self, **kw) -> "Smem":
         return replace(self, **kw)
