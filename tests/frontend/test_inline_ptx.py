@@ -60,14 +60,14 @@ def test_synchronizing_ptx_is_unmodeled_with_its_mnemonic():
     m = build("""\
 smem = cutlass.utils.SmemAllocator()
 bars = smem.allocate_array(cutlass.Int64, num_elems=2)
-inline_ptx("mbarrier.arrive.release.cta.shared::cluster.b64 _, [$0];", read_only_args=[bars])
+inline_ptx("mbarrier.inval.shared::cta.b64 [$0];", read_only_args=[bars])
 inline_ptx(PTX_FROM_ELSEWHERE, read_only_args=[bars])
 inline_ptx(f"{op}.global.f32 [$0], $1;", read_only_args=[mA.iterator, 1.0])
 inline_ptx("trap;")
 """)
     whys = sorted(u.why for u in m.unmodeled)
     assert whys == sorted([
-        "`mbarrier.arrive.release.cta.shared::cluster.b64` not modeled",
+        "`mbarrier.inval.shared::cta.b64` not modeled",
         "the PTX text does not fold",
         "an instruction whose mnemonic does not fold (`\x00.global.f32 [$0], $1`)",
         "`trap` not modeled",
@@ -108,3 +108,101 @@ inline_ptx(_ptx, write_only_types=[cutlass.Int32], read_only_args=[1])
 """)
     whys = [u.why for u in m.unmodeled]
     assert any(w.startswith("`tcgen05.ld.sync.aligned.32x32b.x{…}.b32` not modeled") for w in whys), whys
+
+
+def _sync_ops(m, warp=0):
+    kinds = (ir.MbArrive, ir.MbWait, ir.NamedBarrier, ir.Fence)
+    return [o for o in ops(m, warp) if isinstance(o, kinds)]
+
+
+def test_mbarrier_and_barrier_instructions_are_the_operations_they_spell():
+    # frost's style: named operands `{$r0}`, a try_wait loop in the snippet, and f-string ids.
+    m = build("""\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, num_elems=1)
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp_idx == 0:
+    cute.arch.mbarrier_init(bar, 32)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+if warp_idx == 0:
+    inline_ptx("fence.proxy.async.shared::cta;")
+    inline_ptx("mbarrier.arrive.release.cta.shared::cta.b64 _, [{$r0}];", read_only_args=[bar])
+if warp_idx == 1:
+    inline_ptx(
+        "{\\n .reg .pred P1;\\n LAB_WAIT:\\n"
+        "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 P1, [{$r0}], {$r1};\\n"
+        "@P1 bra DONE;\\n bra LAB_WAIT;\\n DONE:\\n }",
+        read_only_args=[bar, 0])
+barrier_id, thread_count = 1, 64
+inline_ptx(f"bar.sync {barrier_id}, {thread_count};")
+""")
+    assert not m.unmodeled, m.unmodeled
+    w0 = [type(o).__name__ for o in _sync_ops(m, 0)]
+    w1 = [type(o).__name__ for o in _sync_ops(m, 1)]
+    assert w0[-3:] == ["Fence", "MbArrive", "NamedBarrier"], w0
+    assert w1[-2:] == ["MbWait", "NamedBarrier"], w1
+    nb = [o for o in ops(m, 1) if isinstance(o, ir.NamedBarrier)][-1]
+    assert (nb.barrier_id, nb.threads, nb.wait) == (1, 64, True)
+
+
+def test_a_try_wait_returned_to_python_is_a_try_wait_result():
+    # No loop in the snippet: the result is the predicate, polled by the Python loop.
+    m = build("""\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, num_elems=1)
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp_idx == 0:
+    cute.arch.mbarrier_init(bar, 32)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+if warp_idx == 0:
+    cute.arch.mbarrier_arrive(bar)
+if warp_idx == 1:
+    done = inline_ptx("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; selp.u32 $0, 1, 0, p; }",
+                      write_only_types=[cutlass.Int32], read_only_args=[bar, 0])
+    while not done:
+        done = inline_ptx("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; selp.u32 $0, 1, 0, p; }",
+                          write_only_types=[cutlass.Int32], read_only_args=[bar, 0])
+""")
+    assert not m.unmodeled, m.unmodeled
+    assert any(isinstance(o, ir.MbWait) for o in ops(m, 1))
+
+
+def test_a_fence_whose_semantics_are_not_modeled_stays_unmodeled():
+    m = build("""\
+inline_ptx("fence.release.sync_restrict::shared::cta.cluster;")
+""")
+    assert [u.why for u in m.unmodeled] == ["`fence.release.sync_restrict::shared::cta.cluster` not modeled"]
+
+
+HANDOFF = """\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, num_elems=1)
+sBuf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(32))
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+lane = cute.arch.lane_idx()
+if warp_idx == 0:
+    cute.arch.mbarrier_init(bar, 32)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+if warp_idx == 0:
+    sBuf[lane] = 1.0
+    ARRIVE
+if warp_idx == 1:
+    inline_ptx("{ .reg .pred P1; W: mbarrier.try_wait.parity.shared::cta.b64 P1, [$0], $1; @!P1 bra W; }",
+               read_only_args=[bar, 0])
+    mA[lane] = sBuf[lane]
+"""
+
+
+def _verdict(arrive: str):
+    from cutespin import api
+    src = kernel_source(HANDOFF.replace("ARRIVE", arrive)).replace("import cutlass\n", "import cutlass\n" + PTX_IMPORT, 1)
+    kr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    return kr.verdict, [f.code for f in kr.findings]
+
+
+def test_an_inline_ptx_handoff_verifies_and_a_missing_arrive_deadlocks(require_spin):
+    assert _verdict('inline_ptx("mbarrier.arrive.shared::cta.b64 _, [$0];", read_only_args=[bar])')[0] == "verified"
+    assert _verdict("pass") == ("counterexample", ["CS101"])

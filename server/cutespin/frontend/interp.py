@@ -3722,6 +3722,7 @@ def ptx_instructions(text: str) -> list:
         ins = raw.strip().strip("{}").strip()
         if not ins or ins.startswith(".") or re.fullmatch(r"[\w$]+:", ins):
             continue
+        ins = re.sub(r"^[A-Za-z_$][\w$]*:\s*", "", ins)  # a label before the instruction (`W: mbarrier...`)
         ins = re.sub(r"^@!?[%\w]+\s+", "", ins)
         mnemonic = ins.split()[0] if ins.split() else ""
         out.append((mnemonic, ins))
@@ -3747,9 +3748,17 @@ def h_inline_ptx(it, args, kwargs, node):
             continue
         if head in PTX_REGISTER_ONLY and "[" not in ins_text:
             continue
+        if head == "bra" and re.search(r"mbarrier\.(try|test)_wait", text):
+            continue  # the loop back to a try_wait until the phase completes: the wait itself
         if head == "griddepcontrol":
             h_griddepcontrol(it, [], {}, node)
             continue
+        if head in ("mbarrier", "bar", "barrier", "fence"):
+            found = ptx_sync_instruction(it, mnemonic, ins_text, text, ins, n_out, plain, node)
+            if found is not _NOT_SYNC:
+                if found is not None:
+                    result = found
+                continue
         parts = mnemonic.split(".")
         addr = PTX_ADDRESS_RE.search(ins_text)
         k = int(addr.group(1)) - n_out if addr else -1
@@ -3770,6 +3779,102 @@ def h_inline_ptx(it, args, kwargs, node):
                 continue
         it.unmodeled(node, "cute.arch.inline_ptx", f"`{mnemonic.replace(PTX_PLACEHOLDER, '{…}')}` not modeled")
     return result
+
+
+_NOT_SYNC = object()  # an instruction ptx_sync_instruction does not know
+PTX_NAMED_OPERAND_RE = re.compile(r"^\{?\$([rw]?)(\d+)\}?$")
+
+
+def ptx_operands(ins_text: str) -> list:
+    """The operands of one instruction, split at top-level commas, brackets kept (`[$0]`)."""
+    rest = ins_text.split(None, 1)[1] if len(ins_text.split(None, 1)) > 1 else ""
+    out, depth, cur = [], 0, ""
+    for ch in rest:
+        depth += ch in "[{" and 1 or ch in "]}" and -1 or 0
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def ptx_operand_value(tok: str, ins: list, n_out: int, plain: bool):
+    """The value of an operand: an immediate integer, `$k` (outputs are numbered first), or
+    frost's named `{$rK}` (the K-th of read_only_args); an address `[...]` is its base operand.
+    None when it is none of these or names an output."""
+    tok = tok.strip()
+    if tok.startswith("[") and tok.endswith("]"):
+        tok = re.split(r"\s*[+-]\s*(?=\d)", tok[1:-1].strip())[0]
+    if re.fullmatch(r"-?(0x[0-9a-fA-F]+|\d+)", tok):
+        return int(tok, 0)
+    m = PTX_NAMED_OPERAND_RE.match(tok)
+    if m is None or not plain:
+        return None
+    k = int(m.group(2))
+    if m.group(1) == "w":
+        return None
+    k = k if m.group(1) == "r" else k - n_out
+    return ins[k] if 0 <= k < len(ins) else None
+
+
+def ptx_sync_instruction(it, mnemonic: str, ins_text: str, text: str, ins: list, n_out: int, plain: bool, node):
+    """An mbarrier, named-barrier or fence instruction of inline PTX, as the DSL call that issues
+    it: mbarrier.arrive[.expect_tx] / expect_tx, try_wait / test_wait (a wait when the snippet
+    loops back until the phase completes), bar/barrier.sync|arrive, fence.proxy.async,
+    fence.acq_rel / fence.sc, fence.mbarrier_init. Returns the call's result, None, or _NOT_SYNC
+    for an instruction it does not know (reported unmodeled by the caller)."""
+    parts = mnemonic.split(".")
+    ops = ptx_operands(ins_text)
+    val = lambda i: ptx_operand_value(ops[i], ins, n_out, plain) if i < len(ops) else None  # noqa: E731
+    scope = next((q for q in parts if q in ("cta", "cluster", "gpu", "sys")), None)
+    if parts[0] == "mbarrier" and len(parts) > 1:
+        kind = parts[1]
+        if kind == "arrive" and "expect_tx" in parts and len(ops) >= 3:
+            return h_arrive_expect_tx(it, [val(1), val(2)], {}, node) if _is_int(val(2)) else \
+                it.unmodeled(node, "cute.arch.inline_ptx", "`mbarrier.arrive.expect_tx` with a byte count that does not fold")
+        if kind == "arrive" and len(ops) >= 2 and "noComplete" not in parts:
+            kwargs = {"scope": scope or "cta", "relaxed": "relaxed" in parts}
+            count = val(2) if len(ops) >= 3 else 1
+            return h_mbarrier_arrive(it, [val(1), None, count], kwargs, node)
+        if kind == "expect_tx" and len(ops) >= 2 and _is_int(val(1)):
+            return h_expect_tx(it, [val(0), val(1)], {}, node)
+        if kind in ("try_wait", "test_wait") and "parity" in parts and len(ops) >= 3:
+            bar, parity = val(1), val(2)
+            if re.search(r"\bbra(\.uni)?\b", text):
+                # `L: mbarrier.try_wait.parity P, [bar], ph; @!P bra L;`: blocks until the phase
+                # with that parity completes.
+                return h_mbarrier_wait(it, [bar, parity], {}, node)
+            if n_out == 1:
+                return h_try_wait(it, [bar, parity], {}, node)
+        return _NOT_SYNC
+    if parts[0] == "barrier" and len(parts) > 2 and parts[1] == "cluster" and parts[2] in ("arrive", "wait"):
+        if parts[2] == "wait":
+            return h_cluster_wait(it, [], {}, node)
+        return (h_cluster_arrive_relaxed if "relaxed" in parts else h_cluster_arrive)(it, [], {}, node)
+    if parts[0] in ("bar", "barrier") and len(parts) > 1 and parts[1] in ("sync", "arrive", "red"):
+        if parts[1] == "red" or not ops:
+            return _NOT_SYNC
+        bid, threads = val(0), val(1) if len(ops) > 1 else None
+        if not _is_int(bid) or len(ops) > 1 and not _is_int(threads):
+            it.unmodeled(node, "cute.arch.inline_ptx", f"`{mnemonic}` with a barrier id or thread count that does not fold")
+            return None
+        if parts[1] == "sync":
+            return h_barrier(it, [], {"barrier_id": bid, "number_of_threads": threads}, node)
+        return h_barrier_arrive(it, [], {"barrier_id": bid, "number_of_threads": threads}, node)
+    if parts[0] == "fence" and len(parts) > 1:
+        if parts[1] == "proxy" and len(parts) > 2 and parts[2] == "async":
+            space = parts[3] if len(parts) > 3 else ""
+            if space.startswith("global"):
+                return h_fence_proxy(it, ["async.global"], {}, node)
+            return h_fence_proxy(it, ["async.shared"], {}, node)
+        if parts[1] in ("acq_rel", "sc") and scope is not None:
+            return _h_fence_acq_rel(scope)(it, [], {}, node)
+        if parts[1] == "mbarrier_init":
+            return h_mbarrier_init_fence(it, [], {}, node)
+    return _NOT_SYNC
 
 
 def h_red(it, args, kwargs, node):
