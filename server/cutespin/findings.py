@@ -208,9 +208,14 @@ def _inexact_lines(k: ir.KernelModel, region: Optional[int]) -> list:
     if region is None:
         return []
     lines = {op.span.line for p in k.processes for ops in p.variants for op in ir.walk(ops)
-             if isinstance(op, INDEXED_OPS) and not op.exact and op.region is not None
-             and op.region.index == region}
+             if isinstance(op, INDEXED_OPS) and not op.exact and region in _region_indices(op)}
     return sorted(lines)
+
+
+def _region_indices(op) -> set:
+    """The regions an op touches (a TMA load into a whole staged buffer writes every stage)."""
+    regions = op.regions() if isinstance(op, ir.TmaLoad) else [op.region] if op.region is not None else []
+    return {r.index for r in regions}
 
 
 def findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> list:

@@ -165,6 +165,13 @@ class TmaLoad(Op):
     # of the stage (frontend `_mark_merged_selections`): a race found through it may be between
     # disjoint parts.
     exact: bool = True
+    # The other regions the same copy writes: a copy into a staged buffer that selects no stage
+    # writes every stage (frontend `split_stages`); it is one copy, completing `tx` once.
+    more: tuple = ()
+
+    def regions(self) -> list:
+        """Every tracked buffer the copy writes."""
+        return ([self.region] if self.region is not None else []) + list(self.more)
 
 
 @dataclass

@@ -80,11 +80,12 @@ cute.nvgpu.warpgroup.wait_group(flag)
 
 
 def test_element_coordinate_is_still_a_load():
-    """Only a subscript with an open mode is a stage view; ints in every mode load an element."""
+    """Only a subscript with an open mode is a stage view; ints in every mode load an element (of
+    the stage its last coordinate names)."""
     _, ops = _ops("""
 x = sA[(1, 2, 0)]
 """)
-    assert [(op.region.name, op.write) for op in ops if isinstance(op, ir.Access)] == [("sA (CTA 0)", False)]
+    assert [(op.region.name, op.write) for op in ops if isinstance(op, ir.Access)] == [("sA[stage 0] (CTA 0)", False)]
 
 
 def _verdict_of_variant(old: str, new: str):
@@ -183,3 +184,19 @@ def test_a_partition_fragment_helper_of_shared_memory_is_registers():
     assert "partition_fragment_SFA" in src
     lines, warps = _smem_write_lines(src)
     assert lines == [_line(src, "sA[tidx] = mC[tidx]")] * warps
+
+
+def test_an_mma_reading_the_whole_staged_buffer_reads_every_selected_stage():
+    """An operand that selects no stage (here the whole ring) is read in each stage another
+    access selects, so a write of that stage conflicts with it (split_stages)."""
+    _, ops = _ops("""
+cute.gemm(mma, acc, tCrA[(None, None, 0, 1)], tCrA[(None, None, 0, 1)], acc)
+cute.nvgpu.warpgroup.commit_group()
+cute.gemm(mma, acc, tCrA[(None, None, 0, None)], tCrA[(None, None, 0, None)], acc)
+cute.nvgpu.warpgroup.commit_group()
+cute.nvgpu.warpgroup.wait_group(0)
+""")
+    reads = [op.region.name for op in ops if isinstance(op, ir.AsyncRead)]
+    assert reads == ["sA[stage 1] (CTA 0)"] * 2 + ["sA (CTA 0)", "sA[stage 1] (CTA 0)"] * 2
+    wait = next(op for op in ops if isinstance(op, ir.AsyncReadWait))
+    assert len(wait.done_reads) == 6

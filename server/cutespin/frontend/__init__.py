@@ -913,6 +913,81 @@ def _block_atoms(sets: list) -> list:
     return sorted(tuple(v) for v in sig.values())
 
 
+# The field of each raw op that names the shared buffer it reads or writes as data.
+_DATA_FIELDS = {I.RawAccess: "target", I.RawAsyncRead: "target", I.RawCpAsync: "dst", I.RawTmaLoad: "dst",
+                I.RawTmaStore: "src"}
+
+
+def _data_target(op) -> Optional[Smem]:
+    """The shared-memory buffer (not TMEM) an op reads or writes as data, if any."""
+    field_name = _DATA_FIELDS.get(type(op))
+    t = getattr(op, field_name) if field_name else None
+    if isinstance(t, Smem) and not t.tmem:
+        return t
+    return None
+
+
+def _stage_parts(t: Smem, named: list) -> list:
+    """What an access of `t`, which selects no stage, touches of the stages in `named`.
+
+    A stage is the last coordinate of the buffer (interp `_stage_index`), so the elements a full
+    coordinate names (`sD[0, 0, 1]`) lie in the stages their last coordinates give (unless the
+    stage mode is second to last, `(..., STAGES, N)`); the same per-warp slice of every stage for
+    a slice; the whole of every stage otherwise (an element block of a flat buffer, or one whose
+    coordinates are not named, may lie anywhere)."""
+    if t.block is None:
+        return [t.at(stage=s) for s in named]
+    if not (t.flat or t.coord_rank):
+        return [t.at(stage=s) for s in named]  # a per-warp slice
+    if t.coord_rank and t.elems is not None and not t.inner_stages:
+        named = [s for s in named if any(e[-1] == s for e in t.elems)]
+    return [t.at(stage=s, block=None, elems=None, atom=None) for s in named]
+
+
+def split_stages(procs) -> None:
+    """An access of a staged buffer that selects no stage touches every stage.
+
+    Each stage of a buffer is its own region, and so is the buffer taken whole (`sD.store(...)`,
+    `sD[None, d_buffer]` with `d_buffer` unknown, a pointer into it): on their own they would
+    never conflict, and a write of the whole buffer would race with nothing a stage view reads.
+    Such an access is therefore also made an access of every stage some other access selects
+    (the whole-buffer region stands for the stages nobody selects). A TMA load stays one copy
+    that writes all of those regions (ir.TmaLoad.more); the other copies and accesses are
+    repeated per stage, the repeats of a TMA store without its global destination."""
+    named: dict = {}  # (alloc, cta) -> the stages some access selects
+    for _, _, it in procs:
+        for op in ir.walk(it.out):
+            t = _data_target(op)
+            if t is not None and t.stage is not None:
+                named.setdefault((t.alloc, t.cta), set()).add(t.stage)
+
+    def rewrite(ops: list) -> list:
+        out = []
+        for op in ops:
+            if isinstance(op, ir.Choice):
+                op.alternatives = [rewrite(alt) for alt in op.alternatives]
+                out.append(op)
+                continue
+            t = _data_target(op)
+            stages = sorted(named.get((t.alloc, t.cta), ())) if t is not None and t.stage is None else []
+            parts = _stage_parts(t, stages) if stages else []
+            if not parts:
+                out.append(op)
+            elif isinstance(op, I.RawTmaLoad):
+                out.append(replace(op, more=op.more + tuple(parts)))
+            else:
+                out.append(op)
+                for part in parts:
+                    extra = {_DATA_FIELDS[type(op)]: part}
+                    if isinstance(op, I.RawTmaStore):
+                        extra["dst"] = None
+                    out.append(replace(op, **extra))
+        return out
+
+    for _, _, it in procs:
+        it.out[:] = rewrite(it.out)
+
+
 def split_blocks(procs) -> None:
     """Make the element blocks of flat SMEM buffers sound (see interp `_element_sets`).
 
@@ -976,14 +1051,9 @@ def split_blocks(procs) -> None:
                 out.append(_retarget(op, t.at(block=None, elems=None)))  # the whole buffer after all
             elif t.block is not None:
                 out += [_retarget(op, t.at(block=b, elems=None, atom=a)) for b, a in parts(k, t.block, t.elems)]
-            elif t.block is None and t.stage is None and any(k2[0] == t.alloc and k2[1] == t.cta for k2 in keep):
-                mine = [k2 for k2 in keep if k2[0] == t.alloc and k2[1] == t.cta]
-                if any(k2[2] is not None for k2 in mine):
-                    out.append(op)  # a whole staged buffer: also its stages that have no blocks
-                for k2 in mine:  # and every block of every stage that has them
-                    out += [_retarget(op, t.at(block=b, atom=a, stage=k2[2], flat=flat[k2][0], coord_rank=flat[k2][1]))
-                            for b0 in keep[k2] for b, a in parts(k2, b0)]
             elif t.block is None and k in keep:
+                # Every block of its stage (split_stages has made an access of a whole staged
+                # buffer an access of each stage too).
                 out += [_retarget(op, t.at(block=b, atom=a, flat=flat[k][0], coord_rank=flat[k][1]))
                         for b0 in keep[k] for b, a in parts(k, b0)]
             else:
@@ -1147,7 +1217,8 @@ class _Converter:
             region = self.n.region(op.dst) if op.dst is not None else None
             nbytes = op.nbytes if op.nbytes is not None else op.dst.nbytes if op.dst is not None else None
             load = ir.TmaLoad(op.span, self.n.barrier(op.bar), region, nbytes or 0, self.lanes(op.mask),
-                              tx_known=nbytes is not None, pair=op.pair, mcast=op.mcast, exact=_exact(op.dst))
+                              tx_known=nbytes is not None, pair=op.pair, mcast=op.mcast, exact=_exact(op.dst),
+                              more=tuple(self.n.region(t) for t in op.more))
             self.n.note_selection(op.dst, load)
             return load
         if isinstance(op, I.RawTmaStore):
@@ -1819,6 +1890,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
 
     for run in runs:
+        split_stages(run)
         split_blocks(run)
     numbering = _Numbering()
     processes = []

@@ -2663,6 +2663,10 @@ class KernelInterp:
             stage = _stage_index(idx, base)
             if stage is not None and isinstance(base, Smem):
                 base = base.at(stage=stage, sub=_constant_selection(idx) or base.sub)
+            if stage is None and _element_of_stage(idx, base):
+                # `sD[0, 0, 1]` on a buffer staged on its last mode whose elements are not
+                # tracked: an element of stage 1, not of the whole buffer.
+                base = base.at(stage=int(idx[-1]))
             if stage is not None and not write and isinstance(base, Smem):
                 return base
             if (stage is None and isinstance(base, Smem) and base.coord_rank and base.part is None and not base.tmem
@@ -2874,6 +2878,7 @@ class RawTmaLoad(ir.Op):
     nbytes: Optional[int] = None  # bytes completed when not the destination's (a CLC response)
     pair: bool = False  # a 2-CTA load by the pair leader (see ir.TmaLoad.pair)
     mcast: int = 1  # CTAs of a multicast whose tile bytes are not known (see ir.TmaLoad.mcast)
+    more: tuple = ()  # the stages of a copy into a whole staged buffer (see ir.TmaLoad.more)
 
 
 @dataclass
@@ -5192,6 +5197,14 @@ def _constant_selection(idx) -> Optional[tuple]:
         return None
     lead = tuple(None if x is None or isinstance(x, slice) else int(x) if _is_int(x) else "?" for x in idx[:-1])
     return ("crd", lead) if any(isinstance(x, int) for x in lead) else None
+
+
+def _element_of_stage(idx, base) -> bool:
+    """A full constant coordinate (`sD[0, 0, 1]`) into a buffer staged on its last mode, taken as
+    its stage (elements of such a buffer are tracked only for an injective matrix, coord_rank)."""
+    return (isinstance(base, Smem) and base.stages is not None and base.stage is None and not base.tmem
+            and not base.coord_rank and not base.inner_stages and isinstance(idx, tuple) and len(idx) >= 2
+            and all(_is_int(x) and not isinstance(x, bool) for x in idx))
 
 
 def _stage_index(idx, base):

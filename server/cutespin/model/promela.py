@@ -204,9 +204,10 @@ class Lowering:
                         touch.setdefault(op.region.index, set()).add(pi)
                         if op.write:
                             writes.setdefault(op.region.index, set()).add(pi)
-                    elif isinstance(op, ir.TmaLoad) and op.region is not None:
-                        touch.setdefault(op.region.index, set()).add(("tma", pi))
-                        writes.setdefault(op.region.index, set()).add(("tma", pi))
+                    elif isinstance(op, ir.TmaLoad):
+                        for r in op.regions():
+                            touch.setdefault(r.index, set()).add(("tma", pi))
+                            writes.setdefault(r.index, set()).add(("tma", pi))
                     elif isinstance(op, ir.CpAsyncCopy):
                         touch.setdefault(op.region.index, set()).add(("cp", pi))
                         writes.setdefault(op.region.index, set()).add(("cp", pi))
@@ -243,8 +244,10 @@ class Lowering:
                     if isinstance(op, ir.Access) and op.region.index in self.tracked_ids:
                         for ci in self._classes(op.lanes, p):
                             use(wneed if op.write else rneed, self.group_of[(pi, ci)].index, op.region.index)
-                    elif isinstance(op, ir.TmaLoad) and op.region is not None and op.region.index in self.tracked_ids:
-                        use(wneed, self.tma_group[pi].index, op.region.index)
+                    elif isinstance(op, ir.TmaLoad):
+                        for r in op.regions():
+                            if r.index in self.tracked_ids:
+                                use(wneed, self.tma_group[pi].index, r.index)
                     elif isinstance(op, ir.CpAsyncCopy) and op.region.index in self.tracked_ids:
                         use(wneed, self.cp_group[pi].index, op.region.index)
                     elif isinstance(op, ir.AsyncRead) and op.region.index in self.tracked_ids:
@@ -336,14 +339,17 @@ class Lowering:
                         self.flag_writers.setdefault(op.flag.index, set()).add(p.cta)
         self.remote_arrived = {op.bar.index for p in k.processes for v in p.variants for op in ir.walk(v)
                                if isinstance(op, ir.MbArrive) and op.bar.cta != p.cta}
-        # TMA slots: (proc, bar, region, tx) in flight counters.
+        # TMA slots: (proc, bar, regions written, tx) in flight counters.
         self.tma_slots = {}
         for pi, p in enumerate(k.processes):
             for v in p.variants:
                 for op in ir.walk(v):
                     if isinstance(op, ir.TmaLoad):
-                        key = (pi, op.bar.index, op.region.index if op.region else -1, op.tx)
-                        self.tma_slots.setdefault(key, len(self.tma_slots))
+                        self.tma_slots.setdefault(self.tma_slot_key(pi, op), len(self.tma_slots))
+
+    @staticmethod
+    def tma_slot_key(pi: int, op: ir.TmaLoad) -> tuple:
+        return (pi, op.bar.index, tuple(r.index for r in op.regions()), op.tx)
 
     def _classes(self, mask: int, p: ir.Process):
         return [i for i in range(len(p.lane_classes)) if mask >> i & 1]
@@ -702,10 +708,9 @@ class Lowering:
             self.emit(indent + self.dstep(stmts), info(f"waits on {op.bar.name}, parity {op.parity}", "wait", b))
         elif isinstance(op, ir.TmaLoad):
             b = op.bar.index
-            slot = self.tma_slots[(pi, b, op.region.index if op.region else -1, op.tx)]
+            slot = self.tma_slots[self.tma_slot_key(pi, op)]
             stmts = [f"assert(tq{slot} == 0)", f"tq{slot} = 1"]
-            if op.region is not None and op.region.index in self.tracked_ids:
-                r = op.region.index
+            for r in (x.index for x in op.regions() if x.index in self.tracked_ids):
                 tg = self.tma_group[pi]
                 issuer = self.lane_groups(pi, op.lanes)[0]
                 stmts += self.async_reads_seen(r, pi, issuer)
@@ -1187,14 +1192,16 @@ class Lowering:
         if self.tma_slots:
             L("proctype Tma() {", None)
             L("end_tma: do", None)
-            for (pi, b, r, tx), s in self.tma_slots.items():
+            for (pi, b, rs, tx), s in self.tma_slots.items():
                 stmts = [f"tq{s} == 1", f"tq{s} = 0", f"mb_t[{b}] = mb_t[{b}] - {tx}"]
-                if r in self.tracked_ids and b in self.waited:
-                    tg = self.tma_group[pi]
-                    stmts += self.set_bits(lambda k: f"br{b}_{k}", r, self.W(tg))
+                for r in rs:
+                    if r in self.tracked_ids and b in self.waited:
+                        tg = self.tma_group[pi]
+                        stmts += self.set_bits(lambda k: f"br{b}_{k}", r, self.W(tg))
                 stmts.append(self.complete_phase(b))
                 self.emit("  :: atomic { " + self.dstep(stmts) + " }",
-                          LineInfo(None, "TMA unit", f"completes a TMA load on {k.barriers[b].name}", "tma_complete", b, r))
+                          LineInfo(None, "TMA unit", f"completes a TMA load on {k.barriers[b].name}", "tma_complete", b,
+                                   rs[0] if rs else -1))
             L("  od", None)
             L("}", None)
         L("init {", None)
