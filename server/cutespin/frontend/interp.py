@@ -2269,25 +2269,8 @@ class KernelInterp:
             if more is not None:
                 self.env[node.func.value.value] = base + more
                 return None
-        if isinstance(base, P.Pipeline) and base.cls is not None:
-            found = self.project.find_method(base.cls, meth) if self.project is not None else \
-                _own_method(base.cls, meth)
-            if found is not None:  # the subclass overrides it: interpret the override
-                owner, fn = found
-                ref = FuncRef(f"{owner.qualname}.{meth}", fn, module=_module_of(owner, self.root_info), bound=base,
-                              owner=owner)
-                return self.inline(ref, args, kwargs, node)
-        if isinstance(base, NamedBarrierObj) and base.cls is not None:
-            found = self.project.find_method(base.cls, meth) if self.project is not None else \
-                _own_method(base.cls, meth)
-            if found is not None:  # the subclass overrides it: interpret the override
-                owner, fn = found
-                ref = FuncRef(f"{owner.qualname}.{meth}", fn, module=_module_of(owner, self.root_info), bound=base,
-                              owner=owner)
-                return self.inline(ref, args, kwargs, node)
-        if isinstance(base, SuperRef):
-            return self.call_super(base, meth, args, kwargs, node)
-        if isinstance(base, Record) and base.cls is not None:
+        if isinstance(base, (P.Pipeline, NamedBarrierObj, Record)) and base.cls is not None:
+            # A package class's method, or a library object's subclass override: interpreted.
             found = self.project.find_method(base.cls, meth) if self.project is not None else \
                 _own_method(base.cls, meth)
             if found is not None:
@@ -2295,6 +2278,9 @@ class KernelInterp:
                 ref = FuncRef(f"{owner.qualname}.{meth}", fn, module=_module_of(owner, self.root_info), bound=base,
                               owner=owner)
                 return self.inline(ref, args, kwargs, node)
+        if isinstance(base, SuperRef):
+            return self.call_super(base, meth, args, kwargs, node)
+        if isinstance(base, Record) and base.cls is not None:
             if base.cls.library_base is not None and meth in SYNC_METHOD_NAMES | BARRIER_METHOD_NAMES:
                 # A package class deriving a library class, built by its own `__init__`: the
                 # library's method on it is not followed.
