@@ -50,3 +50,11 @@ def test_a_branch_on_a_per_warp_value_may_diverge():
     assert verdict == "counterexample"
     assert found and found[0][0] == "CS201"
     assert {line for _, line in found} & {line_of(src, "again = s_bcast[0]"), line_of(src, "s_bcast[0] = mA[3]")}
+
+
+def test_the_verdict_states_the_broadcast_assumption():
+    src = kernel_source(body("s_bcast[0]"))
+    kr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    line = line_of(src, "if row_max == neg_inf")
+    assert any(a.startswith(f"line {line}: the branch reads a value every thread loads") for a in kr.assumptions), \
+        kr.assumptions

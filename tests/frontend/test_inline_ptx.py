@@ -110,14 +110,8 @@ inline_ptx(_ptx, write_only_types=[cutlass.Int32], read_only_args=[1])
     assert any(w.startswith("`tcgen05.ld.sync.aligned.32x32b.x{…}.b32` not modeled") for w in whys), whys
 
 
-def _sync_ops(m, warp=0):
-    kinds = (ir.MbArrive, ir.MbWait, ir.NamedBarrier, ir.Fence)
-    return [o for o in ops(m, warp) if isinstance(o, kinds)]
-
-
-def test_mbarrier_and_barrier_instructions_are_the_operations_they_spell():
-    # frost's style: named operands `{$r0}`, a try_wait loop in the snippet, and f-string ids.
-    m = build("""\
+# One mbarrier of 32 arrivals, initialised and fenced before any warp uses it.
+INIT_BAR = """\
 smem = cutlass.utils.SmemAllocator()
 bar = smem.allocate_array(cutlass.Int64, num_elems=1)
 warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
@@ -125,6 +119,17 @@ if warp_idx == 0:
     cute.arch.mbarrier_init(bar, 32)
 cute.arch.mbarrier_init_fence()
 cute.arch.sync_threads()
+"""
+
+
+def _sync_ops(m, warp=0):
+    kinds = (ir.MbArrive, ir.MbWait, ir.NamedBarrier, ir.Fence)
+    return [o for o in ops(m, warp) if isinstance(o, kinds)]
+
+
+def test_mbarrier_and_barrier_instructions_are_the_operations_they_spell():
+    # frost's style: named operands `{$r0}`, a try_wait loop in the snippet, and f-string ids.
+    m = build(INIT_BAR + """\
 if warp_idx == 0:
     inline_ptx("fence.proxy.async.shared::cta;")
     inline_ptx("mbarrier.arrive.release.cta.shared::cta.b64 _, [{$r0}];", read_only_args=[bar])
@@ -148,14 +153,7 @@ inline_ptx(f"bar.sync {barrier_id}, {thread_count};")
 
 def test_a_try_wait_returned_to_python_is_a_try_wait_result():
     # No loop in the snippet: the result is the predicate, polled by the Python loop.
-    m = build("""\
-smem = cutlass.utils.SmemAllocator()
-bar = smem.allocate_array(cutlass.Int64, num_elems=1)
-warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-if warp_idx == 0:
-    cute.arch.mbarrier_init(bar, 32)
-cute.arch.mbarrier_init_fence()
-cute.arch.sync_threads()
+    m = build(INIT_BAR + """\
 if warp_idx == 0:
     cute.arch.mbarrier_arrive(bar)
 if warp_idx == 1:
@@ -206,3 +204,21 @@ def _verdict(arrive: str):
 def test_an_inline_ptx_handoff_verifies_and_a_missing_arrive_deadlocks(require_spin):
     assert _verdict('inline_ptx("mbarrier.arrive.shared::cta.b64 _, [$0];", read_only_args=[bar])')[0] == "verified"
     assert _verdict("pass") == ("counterexample", ["CS101"])
+
+
+def test_a_synchronizing_instruction_under_a_predicate_is_unmodeled():
+    # Whether `@p` arrives depends on a predicate the model does not see: never taken as always.
+    m = build(INIT_BAR + """\
+inline_ptx("{ .reg .pred p; setp.ne.u32 p, $1, 0; @p mbarrier.arrive.shared::cta.b64 _, [$0]; }",
+           read_only_args=[bar, warp_idx])
+""")
+    assert [u.why for u in m.unmodeled] == ["`mbarrier.arrive.shared::cta.b64` under a predicate"]
+    assert not any(isinstance(o, ir.MbArrive) for o in ops(m, 0))
+
+
+def test_branches_outside_a_wait_loop_are_unmodeled():
+    m = build(INIT_BAR + """\
+inline_ptx("{ .reg .pred p; setp.ne.u32 p, $1, 0; @p bra SKIP; mbarrier.arrive.shared::cta.b64 _, [$0]; SKIP: }",
+           read_only_args=[bar, warp_idx])
+""")
+    assert "`bra` under a predicate" in [u.why for u in m.unmodeled]

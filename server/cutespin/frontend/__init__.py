@@ -961,27 +961,35 @@ def split_stages(procs) -> None:
             if t is not None and t.stage is not None:
                 named.setdefault((t.alloc, t.cta), set()).add(t.stage)
 
+    def expand(op) -> list:
+        t = _data_target(op)
+        stages = sorted(named.get((t.alloc, t.cta), ())) if t is not None and t.stage is None else []
+        parts = _stage_parts(t, stages) if stages else []
+        if not parts:
+            return [op]
+        if isinstance(op, I.RawTmaLoad):
+            return [replace(op, more=op.more + tuple(parts))]
+        out = [op]
+        for part in parts:
+            extra = {_DATA_FIELDS[type(op)]: part}
+            if isinstance(op, I.RawTmaStore):
+                extra["dst"] = None
+            out.append(replace(op, **extra))
+        return out
+
+    _rewrite_ops(procs, expand)
+
+
+def _rewrite_ops(procs, expand: Callable) -> None:
+    """Replace every op of every warp's output (inside runtime choices too) by `expand(op)`."""
     def rewrite(ops: list) -> list:
         out = []
         for op in ops:
             if isinstance(op, ir.Choice):
                 op.alternatives = [rewrite(alt) for alt in op.alternatives]
                 out.append(op)
-                continue
-            t = _data_target(op)
-            stages = sorted(named.get((t.alloc, t.cta), ())) if t is not None and t.stage is None else []
-            parts = _stage_parts(t, stages) if stages else []
-            if not parts:
-                out.append(op)
-            elif isinstance(op, I.RawTmaLoad):
-                out.append(replace(op, more=op.more + tuple(parts)))
             else:
-                out.append(op)
-                for part in parts:
-                    extra = {_DATA_FIELDS[type(op)]: part}
-                    if isinstance(op, I.RawTmaStore):
-                        extra["dst"] = None
-                    out.append(replace(op, **extra))
+                out += expand(op)
         return out
 
     for _, _, it in procs:
@@ -1035,33 +1043,23 @@ def split_blocks(procs) -> None:
             return [(b, None)]
         return [(b, a) for a in atoms[k][b] if elems is None or set(a) & set(elems)]
 
-    def rewrite(ops: list) -> list:
-        out = []
-        for op in ops:
-            if isinstance(op, ir.Choice):
-                op.alternatives = [rewrite(alt) for alt in op.alternatives]
-                out.append(op)
-                continue
-            t = _block_target(op)
-            if t is None:
-                out.append(op)
-                continue
-            k = (t.alloc, t.cta, t.stage)
-            if t.block is not None and k not in keep:
-                out.append(_retarget(op, t.at(block=None, elems=None)))  # the whole buffer after all
-            elif t.block is not None:
-                out += [_retarget(op, t.at(block=b, elems=None, atom=a)) for b, a in parts(k, t.block, t.elems)]
-            elif t.block is None and k in keep:
-                # Every block of its stage (split_stages has made an access of a whole staged
-                # buffer an access of each stage too).
-                out += [_retarget(op, t.at(block=b, atom=a, flat=flat[k][0], coord_rank=flat[k][1]))
-                        for b0 in keep[k] for b, a in parts(k, b0)]
-            else:
-                out.append(op)
-        return out
+    def expand(op) -> list:
+        t = _block_target(op)
+        if t is None:
+            return [op]
+        k = (t.alloc, t.cta, t.stage)
+        if t.block is not None and k not in keep:
+            return [_retarget(op, t.at(block=None, elems=None))]  # the whole buffer after all
+        if t.block is not None:
+            return [_retarget(op, t.at(block=b, elems=None, atom=a)) for b, a in parts(k, t.block, t.elems)]
+        if k in keep:
+            # Every block of its stage (split_stages has made an access of a whole staged
+            # buffer an access of each stage too).
+            return [_retarget(op, t.at(block=b, atom=a, flat=flat[k][0], coord_rank=flat[k][1]))
+                    for b0 in keep[k] for b, a in parts(k, b0)]
+        return [op]
 
-    for _, _, it in procs:
-        it.out[:] = rewrite(it.out)
+    _rewrite_ops(procs, expand)
 
 
 def _written_gmem(procs) -> set:

@@ -915,6 +915,10 @@ class KernelInterp:
                 self.run_decided_side(bodies, 0 if fixed else 1, key)
                 return
             shared = self.registry.shared_condition(self.ctx.cta, key, self.span(node).line)
+            if _has_leaf(key, "smem_load"):
+                self.registry.assume(f"line {self.span(node).line}: the branch reads a value every thread loads from "
+                                     f"one shared-memory element at the same point, so every warp takes "
+                                     f"the same side (P14; the element's race check covers it)")
             enum = self.registry.enum_condition(self.ctx.cta, key)
         env0 = dict(self.env)
         attrs0 = dict(self.self_obj.attrs) if self.self_obj is not None else None
@@ -3705,8 +3709,8 @@ def text_method(base, meth: str, args: list, kwargs: dict):
 
 
 def ptx_instructions(text: str) -> list:
-    """(mnemonic, instruction text) for each instruction of a PTX snippet; register declarations,
-    labels and braces are skipped, a predicate guard is dropped."""
+    """(mnemonic, instruction text, whether a predicate guards it) for each instruction of a PTX
+    snippet; register declarations, labels and braces are skipped."""
     text = re.sub(r"//[^\n]*", "", text)
     out = []
     for raw in re.split(r"[;\n]", text):
@@ -3714,9 +3718,10 @@ def ptx_instructions(text: str) -> list:
         if not ins or ins.startswith(".") or re.fullmatch(r"[\w$]+:", ins):
             continue
         ins = re.sub(r"^[A-Za-z_$][\w$]*:\s*", "", ins)  # a label before the instruction (`W: mbarrier...`)
+        guarded = re.match(r"^@!?[%\w]+\s+", ins) is not None
         ins = re.sub(r"^@!?[%\w]+\s+", "", ins)
         mnemonic = ins.split()[0] if ins.split() else ""
-        out.append((mnemonic, ins))
+        out.append((mnemonic, ins, guarded))
     return out
 
 
@@ -3732,15 +3737,23 @@ def h_inline_ptx(it, args, kwargs, node):
         it.unmodeled(node, "cute.arch.inline_ptx", "the PTX text does not fold")
         return result
     plain = isinstance(outs, (tuple, list)) or outs is None
-    for mnemonic, ins_text in ptx_instructions(text):
+    instructions = ptx_instructions(text)
+    waits = [m for m, _, _ in instructions if re.match(r"mbarrier\.(try|test)_wait", m)]
+    for mnemonic, ins_text, guarded in instructions:
         head = mnemonic.split(".")[0]
         if PTX_PLACEHOLDER in head or not head:
             it.unmodeled(node, "cute.arch.inline_ptx", f"an instruction whose mnemonic does not fold (`{ins_text[:40]}`)")
             continue
         if head in PTX_REGISTER_ONLY and "[" not in ins_text:
             continue
-        if head == "bra" and re.search(r"mbarrier\.(try|test)_wait", text):
+        if head == "bra" and waits and len(instructions) <= PTX_WAIT_LOOP_MAX:
             continue  # the loop back to a try_wait until the phase completes: the wait itself
+        if guarded and head not in ("ld", "st"):
+            # `@p mbarrier.arrive ...`: whether it runs depends on a predicate the model does not
+            # see; taking it as always run could hide a deadlock or a race (a guarded load or
+            # store taken as always run only adds accesses).
+            it.unmodeled(node, "cute.arch.inline_ptx", f"`{mnemonic}` under a predicate")
+            continue
         if head == "griddepcontrol":
             h_griddepcontrol(it, [], {}, node)
             continue
@@ -3773,6 +3786,9 @@ def h_inline_ptx(it, args, kwargs, node):
 
 
 _NOT_SYNC = object()  # an instruction ptx_sync_instruction does not know
+# A wait loop is the try_wait, a predicate move or two and the branches: a snippet with more
+# instructions may branch around something else, and its branches are not taken as the loop.
+PTX_WAIT_LOOP_MAX = 6
 PTX_NAMED_OPERAND_RE = re.compile(r"^\{?\$([rw]?)(\d+)\}?$")
 
 
@@ -5036,6 +5052,13 @@ def _eval_term(key, cond_value):
             return None
         return _TERM_OPS[key[2]](a, b)
     return None
+
+
+def _has_leaf(term, tag: str) -> bool:
+    """Whether a uniform term is computed from a leaf with this tag."""
+    if not isinstance(term, tuple) or len(term) < 3:
+        return False
+    return term[0] == tag or any(_has_leaf(sub, tag) for sub in term[3:])
 
 
 def _leaf(tag: str, name) -> tuple:
