@@ -508,6 +508,32 @@ def reduce''')
     assert [u.why for u in m.unmodeled] == ["helper calls nested too deeply"]
 
 
+def test_a_helper_taking_a_dtype_or_a_tensor_recurses_once_on_isinstance_type():
+    # flash-attn's `cvt_f16(src, dst_or_dtype)`: given a dtype it makes the tensor and calls
+    # itself with it; `isinstance(x, type)` must fold both ways or the recursion never ends.
+    src = helper_source("""\
+sX = smem.allocate_tensor(cutlass.Float32, 64)
+r = convert(bar, sX, cutlass.BFloat16)
+""").replace("@cute.jit\ndef reduce", '''@cute.jit
+def convert(bar, src, dst_or_dtype):
+    if cutlass.const_expr(isinstance(dst_or_dtype, type)):
+        dst = cute.make_rmem_tensor(src.shape, dst_or_dtype)
+        convert(bar, src, dst)
+        return dst
+    else:
+        assert not isinstance(dst_or_dtype, type)
+        assert isinstance(dst_or_dtype, cute.Tensor) and isinstance(src, cute.Tensor)
+        x = src[0]
+        cute.arch.mbarrier_arrive(bar)
+
+
+@cute.jit
+def reduce''')
+    m = model(src)
+    assert not m.unmodeled
+    assert kinds(ir.walk(ops(m, 0))).count("MbArrive") == 1
+
+
 def test_a_per_warp_slice_of_a_stages_by_warps_buffer_is_staged_not_stage_warp():
     src = kernel_source("""\
 warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())

@@ -1603,7 +1603,7 @@ class KernelInterp:
             return self.class_ref(name)
         if name in ("range", "len", "min", "max", "abs", "int", "bool", "tuple", "list", "print", "float",
                     "zip", "enumerate", "isinstance", "sum", "any", "all", "str", "round", "object", "super",
-                    "getattr", "hasattr"):
+                    "getattr", "hasattr", "type"):
             return ModuleRef(name)
         return Unknown(f"name {name}")
 
@@ -4805,13 +4805,36 @@ def h_if_generate(it, args, kwargs, node):
     return None
 
 
+TENSOR_VALUES = (Smem, Gmem, Rmem)
+TENSOR_CLASSES = {"cutlass.cute.Tensor", "cutlass.cute.typing.Tensor"}
+PLAIN_VALUES = (int, float, bool, tuple, str, DType)
+
+
+def _is_numeric_type(qualname: str) -> bool:
+    """`cutlass.BFloat16` and its re-exports: a class, so `isinstance(x, type)` holds."""
+    q = canonical(qualname)
+    return q in NUMERIC_TYPES or q.startswith("cutlass.") and q.rsplit(".", 1)[-1] in NUMERIC_TYPES
+
+
 def h_isinstance(it, args, kwargs, node):
     if len(args) != 2 or not isinstance(args[1], ModuleRef):
         return Unknown("isinstance")
     kinds = {"int": int, "bool": bool, "float": float, "tuple": tuple, "str": str}
-    want = kinds.get(args[1].qualname)
-    v = args[0]
-    if want is None or isinstance(v, (Unknown, LaneVal)):
+    name, v = args[1].qualname, args[0]
+    if isinstance(v, (Unknown, LaneVal)):
+        return Unknown("isinstance")
+    if name == "type":
+        # `isinstance(dst_or_dtype, type)`: a helper taking a dtype or a tensor (flash-attn's
+        # `cvt_f16`): a dtype or class is a type; a tensor or a number is not.
+        if isinstance(v, (DType, ClassRef)) or isinstance(v, ModuleRef) and _is_numeric_type(v.qualname):
+            return True
+        return False if isinstance(v, TENSOR_VALUES + PLAIN_VALUES) else Unknown("isinstance")
+    if canonical(name) in TENSOR_CLASSES:
+        if isinstance(v, TENSOR_VALUES):
+            return True
+        return False if isinstance(v, PLAIN_VALUES + (ClassRef,)) else Unknown("isinstance")
+    want = kinds.get(name)
+    if want is None:
         return Unknown("isinstance")
     return isinstance(v, want)
 
