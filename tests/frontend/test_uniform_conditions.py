@@ -16,6 +16,22 @@ import cutlass
 import cutlass.cute as cute
 
 
+@cute.jit
+def tiles_left(n, k):
+    return cute.arch.fmax(n - k, 0)
+
+
+@cute.jit
+def tiles_left_at(n, k):
+    return cute.arch.fmax(n - k, 0) + cute.arch.clock()
+
+
+@cute.jit
+def tiles_left_for_thread(n):
+    tidx, _, _ = cute.arch.thread_idx()
+    return cute.arch.fmax(n - tidx, 0)
+
+
 class K:
     def __init__(self, flag):
         self.flag = flag
@@ -375,3 +391,30 @@ def test_only_host_terms_survive_the_launchers_recomputation():
     _keep_host_terms(self_obj, {"epi_stage": 4, "release_at": Unknown("host", key=("self", 1, "release_at"))})
     assert isinstance(self_obj.attrs["epi_stage"], Unknown) and self_obj.attrs["epi_stage"].key is None
     assert self_obj.attrs["release_at"].key == ("self", 1, "release_at")
+
+
+def test_a_package_helper_of_uniform_arguments_is_one_value_at_every_call_site():
+    # flash-attn's `has_work = get_trip_count(coord, seqlen) > 0`, computed by each role at its
+    # own call site: the helper's result is a function of uniform values only (P14).
+    m = model("""\
+        if warp_idx == 0:
+            if tiles_left(n, 3) > 0:
+                cute.arch.sync_threads()
+        else:
+            if tiles_left(n, 3) > 0:
+                cute.arch.sync_threads()
+            if tiles_left(n, 4) > 0:
+                cute.arch.sync_threads()
+        """)
+    assert shared_ids(m, 0) == [0]
+    assert shared_ids(m, 1) == [0, 1]
+
+
+def test_a_helper_reading_the_clock_or_the_thread_index_is_not_uniform():
+    m = model("""\
+        if tiles_left_at(n, 3) > 0:
+            cute.arch.sync_threads()
+        if tiles_left_for_thread(n) > 0:
+            cute.arch.sync_threads()
+        """)
+    assert shared_ids(m, 0) == [None, None]

@@ -9,6 +9,7 @@ records the construct and why.
 from __future__ import annotations
 
 import copy
+import hashlib
 import math
 import operator
 import re
@@ -94,6 +95,12 @@ def _plain_helper(fn: "FuncRef", args, kwargs) -> bool:
     return not any(isinstance(v, (Smem, Gmem, Storage, NamedBarrierObj, TryWaitResult, SelfObj, Record))
                    or type(v).__module__.endswith("pipelines") for v in values)
 
+
+# Library reads whose value may differ between threads, or between two reads in one thread:
+# a helper calling one does not compute one value for the CTA (`uniform_helper_result`).
+THREAD_VARIANT_CALLS = {"clock", "clock64", "globaltimer", "globaltimer_lo", "globaltimer_hi", "smid", "nsmid",
+                        "warpid", "laneid", "lanemask_lt", "lanemask_le", "lanemask_eq", "lanemask_ge",
+                        "lanemask_gt", "random", "rand", "thread_idx", "lane_idx", "warp_idx"}
 
 # Tile-scheduler methods whose result (the work tile) is CTA-uniform (P14).
 WORK_TILE_METHODS = {"get_current_work", "initial_work_tile_info", "fetch_next_work", "get_next_work",
@@ -365,16 +372,29 @@ def _memo_key(fn: "FuncRef", args, kwargs):
         return None
 
 
-def _uniform_parts(value, tag: str):
+def uniform_helper_result(fn: "FuncRef", args, kwargs, result):
+    """A plain helper (no synchronization, no memory, nothing emitted) that read no thread
+    identity, called with uniform arguments only, computes the same value in every thread of the
+    CTA (P14): its unknown parts get uniform terms named after the function and its arguments, so
+    that two roles computing `has_work = get_trip_count(coord, seqlen) > 0` at their own call
+    sites take the same side. Arguments that are not uniform leave the result as it is."""
+    terms = [_term(v) for v in args] + [_term(v) for _, v in sorted(kwargs.items())]
+    if any(t is None for t in terms):
+        return result
+    digest = hashlib.sha1(repr((fn.qualname, terms)).encode()).hexdigest()[:16]
+    return _uniform_parts(result, f"{fn.qualname}({digest})", kind="helper")
+
+
+def _uniform_parts(value, tag: str, kind: str = "work_tile"):
     """A work tile computed by the package's own scheduler code: its unknown parts (tile
     coordinates, validity) are the same in every thread of the CTA, so they get uniform terms
     named after the call (see WORK_TILE_METHODS)."""
-    if isinstance(value, Unknown) and value.key is None:
-        return Unknown(value.why, key=_leaf("work_tile", tag))
+    if isinstance(value, Unknown) and value.key is None and (kind == "work_tile" or type(value) is Unknown):
+        return Unknown(value.why, key=_leaf(kind, tag))
     if isinstance(value, tuple):
-        return tuple(_uniform_parts(v, f"{tag}.{i}") for i, v in enumerate(value))
+        return tuple(_uniform_parts(v, f"{tag}.{i}", kind) for i, v in enumerate(value))
     if isinstance(value, Record):
-        return Record(value.cls, {k: _uniform_parts(v, f"{tag}.{k}") for k, v in value.attrs.items()})
+        return Record(value.cls, {k: _uniform_parts(v, f"{tag}.{k}", kind) for k, v in value.attrs.items()})
     return value
 
 
@@ -626,6 +646,9 @@ class KernelInterp:
         self.const_stack: set = set()  # sibling-module constants being evaluated
         self.const_memo: dict = {}  # (module, name) -> value of a module-level constant
         self.work_calls: dict = {}  # tile-scheduler call site -> calls so far (WORK_TILE_METHODS)
+        # Reads of the thread's identity (thread, lane, warp index, elect_one) so far: a helper
+        # that made none computes the same function in every thread (`uniform_helper_result`).
+        self.identity_reads = 0
         self.tiles_executed: dict = {}  # library tile scheduler (its expression) -> advances so far
         self.facts: dict = {}  # uniform condition term -> value known here (inside its branch or loop)
         self.branch_sides: set = set()  # (site, side) of folded branches this warp ran (block-size search)
@@ -2145,6 +2168,8 @@ class KernelInterp:
         else:
             name = self.callee_name(func) if func is not None else ""
         handler = CALLS.get(name)
+        if name.rsplit(".", 1)[-1] in THREAD_VARIANT_CALLS:
+            self.identity_reads += 1  # a value that may differ between threads or over time
         if handler is None and name.startswith("cute.nvgpu.tcgen05.Mma") and name.endswith("Op"):
             handler = h_mma_op
         if handler is not None:
@@ -2458,6 +2483,7 @@ class KernelInterp:
             if self.depth > MAX_HELPER_DEPTH:
                 raise Unsupported("helper calls nested too deeply")
             return self.inline_body(fn, args, kwargs, node)
+        reads0, n0 = self.identity_reads, len(self.out)
         if key in self.helper_memo:
             return self.helper_memo[key]
         if key in self.helper_active or self.depth > MAX_HELPER_DEPTH:
@@ -2471,6 +2497,8 @@ class KernelInterp:
             self.helper_active.discard(key)
         if self.out is out0 and not _has_effect(self.out[n0:]):
             del self.out[n0:]  # runtime branches that turned out empty
+            if self.identity_reads == reads0:
+                result = uniform_helper_result(fn, args, kwargs, result)
             self.helper_memo[key] = result
         elif self.helper_cuts != cuts0:
             raise Unsupported(f"helper `{fn.qualname}` recurses and synchronizes or touches memory")
@@ -3169,14 +3197,17 @@ def _scope_arg(v, default="cta"):
 
 
 def h_thread_idx(it: KernelInterp, args, kwargs, node):
+    it.identity_reads += 1
     return (LaneVal(tuple(32 * it.ctx.warp + i for i in range(32))), 0, 0)
 
 
 def h_lane_idx(it, args, kwargs, node):
+    it.identity_reads += 1
     return LaneVal.lanes()
 
 
 def h_warp_idx(it, args, kwargs, node):
+    it.identity_reads += 1
     return it.ctx.warp
 
 
@@ -3220,6 +3251,7 @@ def h_cluster_size(it, args, kwargs, node):
 
 
 def h_elect_one(it, args, kwargs, node):
+    it.identity_reads += 1
     return ElectCtx()
 
 
