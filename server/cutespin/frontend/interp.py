@@ -378,11 +378,30 @@ def uniform_helper_result(fn: "FuncRef", args, kwargs, result):
     CTA (P14): its unknown parts get uniform terms named after the function and its arguments, so
     that two roles computing `has_work = get_trip_count(coord, seqlen) > 0` at their own call
     sites take the same side. Arguments that are not uniform leave the result as it is."""
-    terms = [_term(v) for v in args] + [_term(v) for _, v in sorted(kwargs.items())]
+    terms = [_arg_term(v) for v in args] + [_arg_term(v) for _, v in sorted(kwargs.items())]
     if any(t is None for t in terms):
         return result
     digest = hashlib.sha1(repr((fn.qualname, terms)).encode()).hexdigest()[:16]
     return _uniform_parts(result, f"{fn.qualname}({digest})", kind="helper")
+
+
+def _arg_term(v):
+    """The uniform term of a helper argument: `_term`, and for a package object (`BlockInfo`,
+    `SeqlenInfo`) one built from every attribute's term (None when any attribute has none)."""
+    if isinstance(v, Record):
+        terms = [(k, _arg_term(a)) for k, a in sorted(v.attrs.items())]
+        if any(t is None for _, t in terms):
+            return None
+        return _leaf("record", hashlib.sha1(repr((getattr(v.cls, "qualname", repr(v.cls)), terms)).encode())
+                     .hexdigest()[:16])
+    return _term(v)
+
+
+def _uniform_self(self_obj) -> bool:
+    """Whether every attribute of the kernel object is the same in every thread: no lane value,
+    and no unknown without a uniform term (a bound helper may read any of them)."""
+    return self_obj is None or not any(
+        isinstance(v, LaneVal) or isinstance(v, Unknown) and v.key is None for v in self_obj.attrs.values())
 
 
 def _uniform_parts(value, tag: str, kind: str = "work_tile"):
@@ -2482,8 +2501,17 @@ class KernelInterp:
         if key is None:
             if self.depth > MAX_HELPER_DEPTH:
                 raise Unsupported("helper calls nested too deeply")
-            return self.inline_body(fn, args, kwargs, node)
-        reads0, n0 = self.identity_reads, len(self.out)
+            out0, n0, reads0 = self.out, len(self.out), self.identity_reads
+            unmodeled0 = len(self.registry.unmodeled)
+            result = self.inline_body(fn, args, kwargs, node)
+            if self.out is out0 and len(self.out) == n0 and self.identity_reads == reads0 and \
+                    len(self.registry.unmodeled) == unmodeled0 and fn.bound is None and \
+                    (not fn.bound_self or _uniform_self(self.self_obj)):
+                # A helper that emitted nothing: a function of its arguments (and of the kernel
+                # object's uniform attributes), like a plain one.
+                result = uniform_helper_result(fn, args, kwargs, result)
+            return result
+        reads0 = self.identity_reads
         if key in self.helper_memo:
             return self.helper_memo[key]
         if key in self.helper_active or self.depth > MAX_HELPER_DEPTH:
