@@ -280,6 +280,18 @@ def _calls_only_plain_code(node, module, depth: int = 0, _active: Optional[set] 
     return ok
 
 
+def _loads_and_stores_only(ops) -> bool:
+    """Ops that only access memory (runtime branches among them included)."""
+    return all(isinstance(op, RawAccess) or isinstance(op, ir.Choice) and
+               all(_loads_and_stores_only(alt) for alt in op.alternatives) for op in ops)
+
+
+def _method_receivers(node) -> set:
+    """The local names a node calls methods on (`elems.append(x)` -> `elems`)."""
+    return {c.func.value.value for c in _calls_in(node)
+            if isinstance(c.func, cst.Attribute) and isinstance(c.func.value, cst.Name)}
+
+
 def _local_names(node) -> tuple:
     """A function's parameter names and the names its body assigns (`=`, `+=`, `x: T =`, loop
     targets)."""
@@ -656,6 +668,8 @@ class KernelInterp:
         self.depth = 0
         self.active_helpers: list = []  # function nodes being inlined, outermost first
         self.summarized_loops: set = set()  # long memory-only loops checked as one trip
+        self.loop_stack: list = []  # the loops being unrolled, innermost last
+        self.broken_loops: set = set()  # synchronization-free loops with a runtime `break`
         # Host code only (`_fold_self`, the launcher): the stage count an unfoldable stage-count
         # attribute takes when it is assigned (see `assign`); None in device code.
         self.host_stage_default: Optional[int] = None
@@ -1257,6 +1271,31 @@ class KernelInterp:
             return result != negated
         return None
 
+    def break_tolerant(self, node) -> bool:
+        """A loop whose text names no synchronization: a runtime `break` in it is taken as the end
+        of that trip only, and `end_loop` checks that the trips emitted nothing but loads and
+        stores (so running all of them only over-approximates those)."""
+        return isinstance(node, (cst.For, cst.While)) and not _names_sync(node)
+
+    def end_loop(self, stmt, out0: list, n0: int) -> None:
+        """After a loop: what a loop checked as one trip, or one a runtime `break` may have left
+        early, computes (`cnt += 1`, `found = i`) is not known."""
+        broken = stmt in self.broken_loops
+        if broken and not (self.out is out0 and _loads_and_stores_only(out0[n0:])):
+            # The trips a break would skip synchronize (a helper, a method): not modeled.
+            raise Unsupported("break/continue under a runtime condition")
+        if broken:
+            self.registry.assume(f"the loop at line {self.span(stmt).line} leaves early under a runtime condition "
+                                 f"(`break`) and cannot synchronize: all its trips are checked, so its loads and "
+                                 f"stores are over-approximated")
+        if stmt in self.summarized_loops or broken:
+            why = "after a long loop" if not broken else "after a loop with a runtime break"
+            # Names assigned in the loop, and for an early-left one also the objects its method
+            # calls may change (`elems.append(x)` ran for every trip).
+            for name in _local_names(stmt)[1] | (_method_receivers(stmt) if broken else set()):
+                if name in self.env:
+                    self.env[name] = Unknown(f"{name} {why}")
+
     def summarizable(self, node) -> bool:
         """A `for` loop whose body names no synchronization and calls only plain code."""
         return (isinstance(node, cst.For) and not _names_sync(node)
@@ -1276,6 +1315,8 @@ class KernelInterp:
             self.runtime_indices[index] = self.runtime_loop_text
         summary = stmt in self.summarized_loops
         self.in_summary += summary
+        self.loop_stack.append(stmt)
+        out0, n0 = self.out, len(self.out)
         try:
             for v in values:
                 if self.mask == 0:
@@ -1284,16 +1325,13 @@ class KernelInterp:
                 if not self.loop_body(stmt.body):
                     break
         finally:
+            self.loop_stack.pop()
             self.in_summary -= summary
             if index is not None:
                 self.runtime_indices.pop(index, None)
                 if outer is not None:
                     self.runtime_indices[index] = outer
-        if stmt in self.summarized_loops:
-            # One trip stood for all of them: what the loop computes (`cnt += 1`) is not known.
-            for name in _local_names(stmt)[1]:
-                if name in self.env:
-                    self.env[name] = Unknown(f"{name} after a long loop")
+        self.end_loop(stmt, out0, n0)
 
     def iteration_values(self, it, stmt) -> list:
         """What `for x in it` binds, one value per trip (runtime bounds take this configuration's
@@ -1429,6 +1467,13 @@ class KernelInterp:
                 raise  # a runtime choice's side ended the iteration (`choice`)
             raise Unsupported(f"break/continue under {why}")
         except _Break:
+            loop = self.loop_stack[-1] if self.loop_stack else None
+            if may_return and loop is not None and self.break_tolerant(loop):
+                # A loop that cannot synchronize, left early on some runtime paths: every trip
+                # is checked (its loads and stores over-approximated); what it computes is not
+                # known after it (`end_loop`).
+                self.broken_loops.add(loop)
+                raise _Continue()
             raise Unsupported(f"break/continue under {why}")
         except _Return as r:  # a _PartialReturn too
             if may_return:
@@ -1440,6 +1485,15 @@ class KernelInterp:
     def exec_while(self, stmt: cst.While):
         if self.try_spin(stmt):
             return
+        self.loop_stack.append(stmt)
+        out0, n0 = self.out, len(self.out)
+        try:
+            self.run_while(stmt)
+        finally:
+            self.loop_stack.pop()
+        self.end_loop(stmt, out0, n0)
+
+    def run_while(self, stmt: cst.While):
         for _ in range(MAX_UNROLL):
             cond = self.eval_cond(stmt.test)
             if cond is False:
