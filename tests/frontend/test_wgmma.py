@@ -200,3 +200,22 @@ cute.nvgpu.warpgroup.wait_group(0)
     assert reads == ["sA[stage 1] (CTA 0)"] * 2 + ["sA (CTA 0)", "sA[stage 1] (CTA 0)"] * 2
     wait = next(op for op in ops if isinstance(op, ir.AsyncReadWait))
     assert len(wait.done_reads) == 6
+
+
+UNKNOWN_STAGES_HEAD = HEAD.replace("    # cutespin: stages=2\n", "").replace(
+    "cute.make_layout((64, 16, 2))", "self.a_smem_layout_staged")
+
+
+def test_a_slice_at_a_stage_of_a_buffer_whose_stage_count_does_not_fold_is_that_stage():
+    # The Hopper GEMMs: `sA` is laid out by a host helper (`a_smem_layout_staged`), so its stage
+    # count is unknown, yet `tCrA[(None, None, k, s)]` still names stage s (as `tAsA[(None, s)]`
+    # does for the TMA writes), not the whole buffer (which touches every stage).
+    src = UNKNOWN_STAGES_HEAD + """\
+        cute.nvgpu.warpgroup.fence()
+        cute.gemm(mma, acc, tCrA[(None, None, 0, 1)], tCrA[(None, None, 1, 1)], acc)
+        cute.nvgpu.warpgroup.commit_group()
+        cute.nvgpu.warpgroup.wait_group(0)
+"""
+    k = build_models(src, "k.py", Settings())[0]
+    reads = [op for op in ir.walk(k.processes[0].variants[-1]) if isinstance(op, ir.AsyncRead)]
+    assert reads and {r.region.name for r in reads} == {"sA[stage 1] (CTA 0)"}

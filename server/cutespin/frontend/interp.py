@@ -5364,9 +5364,14 @@ def _stage_index(idx, base):
     if _is_int(idx) and isinstance(base, Smem) and base.stages is not None and base.stage is None:
         return idx
     # `tCrA[(None, None, k_block, s)]` on a staged buffer: a slice of stage s (a view, not a load:
-    # some mode is left open). A coordinate of ints only is an element load.
+    # some mode is left open). A coordinate of ints only is an element load. A buffer whose stage
+    # count did not fold (the Hopper GEMMs' `a_smem_layout_staged` from a host helper) is taken
+    # as staged on its last mode too, as `buf[(None, s)]` is above: slices at different last
+    # coordinates are disjoint either way, and an access to the whole buffer still touches them
+    # all (split_stages).
     if (isinstance(idx, tuple) and len(idx) >= 2 and _is_int(idx[-1]) and isinstance(base, Smem)
-            and base.stages is not None and base.stage is None
+            and (base.stages is not None or len(idx) >= 3 and base.part is not None and not base.tmem)
+            and base.stage is None
             and any(x is None or isinstance(x, slice) for x in idx[:-1])
             and all(x is None or isinstance(x, slice) or _is_int(x) for x in idx[:-1])):
         return idx[-1]
