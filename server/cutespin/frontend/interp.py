@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 import libcst as cst
+import libcst.matchers as cst_matchers
 
 from .. import ir
 from . import pipelines as P
@@ -4989,15 +4990,41 @@ def _enum_name(v) -> Optional[str]:
     return v.qualname.rsplit(".", 1)[-1].lower() if isinstance(v, ModuleRef) else None
 
 
+def _prim_access(it, ptr, write: bool, node, count=None):
+    """A load_ext / store_ext: a plain, weak ld/st (no memory order), so never a flag operation
+    or a release, whatever fence came before: a data access of the buffer the pointer names.
+    A scalar load through `buf.iterator + off` is the element access `buf[off]` (per-lane
+    elements, P14 broadcasts); any other access through a shared-memory pointer covers elements
+    the model does not track (a vector of `count` elements, a runtime offset), so it is the whole
+    buffer, inexact (P16). An unresolved pointer is unmodeled."""
+    arg = node.args[0].value if isinstance(node, cst.Call) and node.args and node.args[0].keyword is None else None
+    if isinstance(ptr, Smem) and not ptr.tmem and count == 1 and isinstance(arg, cst.BinaryOperation) \
+            and isinstance(arg.operator, cst.Add) and isinstance(arg.left, (cst.Attribute, cst.Name)) \
+            and not cst_matchers.findall(arg.right, cst_matchers.Call()):
+        # Evaluated again as a subscript: only call-free operands (nothing emitted twice).
+        base = it.eval(arg.left)
+        if isinstance(base, Smem) and base.flat and base.offset == 0 and base.stage is None:
+            index = cst.Subscript(value=arg.left, slice=[cst.SubscriptElement(slice=cst.Index(value=arg.right))])
+            return it.access(base, write, node, index=index)
+    if isinstance(ptr, Smem):
+        return it.access(ptr if ptr.tmem else ptr.at(inexact=True), write, node)
+    if isinstance(ptr, Gmem):
+        return it.access(ptr, write, node)
+    it.unmodeled(node, "primitives.store_ext" if write else "primitives.load_ext",
+                 "the pointer could not be resolved to a shared- or global-memory buffer")
+    return None if write else Unknown("loaded value")
+
+
 def h_prim_store_ext(it, args, kwargs, node):
-    """`store_ext(value, ptr, shared_space=)`: a plain store, value first (cute.arch.store is
-    ptr first)."""
-    return h_store(it, [_kw(args, kwargs, 1, "ptr"), _kw(args, kwargs, 0, "value")], {}, node)
+    """`store_ext(value, ptr, shared_space=)`: value first (cute.arch.store is ptr first)."""
+    it.read_registers(_kw(args, kwargs, 0, "value"), node)
+    _prim_access(it, _kw(args, kwargs, 1, "ptr"), True, node)
+    return None
 
 
 def h_prim_load_ext(it, args, kwargs, node):
-    """`load_ext(ptr, dtype=, count=, shared_space=)`: a plain (vector) load, as cute.arch.load."""
-    return h_load(it, [_kw(args, kwargs, 0, "ptr")], {}, node)
+    """`load_ext(ptr, dtype=, count=, shared_space=)`: a (vector) load."""
+    return _prim_access(it, _kw(args, kwargs, 0, "ptr"), False, node, kwargs.get("count", 1))
 
 
 def h_prim_atomicrmw(it, args, kwargs, node):
