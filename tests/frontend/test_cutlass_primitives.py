@@ -123,3 +123,34 @@ nvvm.some_future_barrier(0)
     names = sorted(u.construct for u in m.unmodeled)
     assert names == ["primitives.some_future_barrier", "primitives.tcgen05_wait"], m.unmodeled
 
+
+UNANNOTATED = """\
+import cutlass
+import cutlass.cute as cute
+import cutlass.primitives as nvvm
+
+
+@cute.kernel
+def _k(mP, mRet):
+    tid, _, _ = cute.arch.thread_idx()
+    cx, _, _ = cute.arch.block_idx()
+    nvvm.store_ext(cutlass.Float32(1.0), mP.iterator + tid)
+    nvvm.fence_acq_rel(nvvm.MemScope.GPU)
+    nvvm.barrier_cta_sync_aligned(0)
+    if tid == 0:
+        nvvm.atomicrmw(nvvm.AtomicOp.ADD, mRet.iterator + cx, cutlass.Int32(1),
+                       mem_order=nvvm.MemOrder.RELEASE, syncscope=nvvm.MemScope.GPU)
+
+
+@cute.jit
+def _host(mP, mRet):
+    _k(mP, mRet).launch(grid=(1, 1, 1), block=(64, 1, 1))
+"""
+
+
+def test_iterator_of_an_unannotated_kernel_argument_is_its_global_tensor():
+    # cuDNN passes tensors unannotated: `mRet.iterator` is still a global pointer, so the
+    # release atomic on it is a flag update, not an unresolved pointer.
+    m = build_models(UNANNOTATED, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    assert "mRet" in str(m.processes)

@@ -1788,6 +1788,11 @@ class KernelInterp:
                 # `storage.scheduler.tile_info_mbar`: a field of a struct nested in the storage.
                 return Smem(alloc=f"{base.alloc}.{attr}", label=f"{base.label}.{attr}", cta=base.cta, field=True)
             return Unknown(f"attribute {attr} of a shared-memory object")
+        if isinstance(base, Unknown) and attr == "iterator" and isinstance(base.key, tuple) and base.key[0] == "arg":
+            # `mP.iterator` of an unannotated kernel argument the launch does not fold (cuDNN's
+            # norm kernels): only a tensor has an iterator, and a kernel argument is never in
+            # shared memory, so it is that global tensor's pointer.
+            return Gmem(base.key[2], is_ptr=True)
         if isinstance(base, Gmem):
             if attr in ("iterator", "llvm_ptr", "ptr"):
                 return Gmem(base.name, base.offset, is_ptr=True)
