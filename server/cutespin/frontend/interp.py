@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 import libcst as cst
+import libcst.matchers as cst_matchers
 
 from .. import ir
 from . import pipelines as P
@@ -1841,6 +1842,11 @@ class KernelInterp:
                 # `storage.scheduler.tile_info_mbar`: a field of a struct nested in the storage.
                 return Smem(alloc=f"{base.alloc}.{attr}", label=f"{base.label}.{attr}", cta=base.cta, field=True)
             return Unknown(f"attribute {attr} of a shared-memory object")
+        if isinstance(base, Unknown) and attr == "iterator" and isinstance(base.key, tuple) and base.key[0] == "arg":
+            # `mP.iterator` of an unannotated kernel argument the launch does not fold (cuDNN's
+            # norm kernels): only a tensor has an iterator, and a kernel argument is never in
+            # shared memory, so it is that global tensor's pointer.
+            return Gmem(base.key[2], is_ptr=True)
         if isinstance(base, Gmem):
             if attr in ("iterator", "llvm_ptr", "ptr"):
                 return Gmem(base.name, base.offset, is_ptr=True)
@@ -2334,6 +2340,10 @@ class KernelInterp:
             # through it: never a pure layout helper, whatever its prefix.
             self.unmodeled(node, name or self.code(node.func), "call receives a pipeline, pipeline state or barrier")
             return Unknown(f"result of {name or 'call'}")
+        if name.startswith("primitives.") and name[len("primitives."):] not in PRIMITIVES_PURE:
+            op = name[len("primitives."):]
+            self.unmodeled(node, name, PRIMITIVES_UNMODELED.get(op, "cutlass.primitives operation not modeled"))
+            return Unknown(f"result of {name}")
         if name.startswith("pipeline.") or (name.startswith("arch.") and name not in PURE_ARCH):
             self.unmodeled(node, name.replace("arch.", "cute.arch.", 1), "synchronization primitive not modeled")
             return Unknown(f"result of {name}")
@@ -5030,6 +5040,129 @@ for _prefix in ("nvvm.", "_mlir.dialects.nvvm."):
     CALLS[_prefix + "barrier"] = _h_nvvm_barrier(True, "number_of_threads", id_first=False)
     CALLS[_prefix + "barrier_arrive"] = _h_nvvm_barrier(False, "number_of_threads", id_first=False)
     CALLS[_prefix + "barrier0"] = _h_nvvm_barrier(True, "number_of_threads", id_first=False)
+# `cutlass.primitives` (cuDNN frontend: `import cutlass.primitives as nvvm`): thin wrappers over
+# the same NVVM operations cute.arch exposes, under other names and argument orders. Each maps to
+# the handler of its cute.arch / raw-nvvm twin; anything else under `primitives.` is reported
+# unmodeled by `unknown_call` (PRIMITIVES_UNMODELED says why), never skipped.
+def _enum_name(v) -> Optional[str]:
+    """`nvvm.MemOrder.RELEASE` -> "release" (an enum member of the primitives module)."""
+    return v.qualname.rsplit(".", 1)[-1].lower() if isinstance(v, ModuleRef) else None
+
+
+def _prim_access(it, ptr, write: bool, node, count=None):
+    """A load_ext / store_ext: a plain, weak ld/st (no memory order), so never a flag operation
+    or a release, whatever fence came before: a data access of the buffer the pointer names.
+    A scalar load through `buf.iterator + off` is the element access `buf[off]` (per-lane
+    elements, P14 broadcasts); any other access through a shared-memory pointer covers elements
+    the model does not track (a vector of `count` elements, a runtime offset), so it is the whole
+    buffer, inexact (P16). An unresolved pointer is unmodeled."""
+    arg = node.args[0].value if isinstance(node, cst.Call) and node.args and node.args[0].keyword is None else None
+    if isinstance(ptr, Smem) and not ptr.tmem and count == 1 and isinstance(arg, cst.BinaryOperation) \
+            and isinstance(arg.operator, cst.Add) and isinstance(arg.left, (cst.Attribute, cst.Name)) \
+            and not cst_matchers.findall(arg.right, cst_matchers.Call()):
+        # Evaluated again as a subscript: only call-free operands (nothing emitted twice).
+        base = it.eval(arg.left)
+        if isinstance(base, Smem) and base.flat and base.offset == 0 and base.stage is None:
+            index = cst.Subscript(value=arg.left, slice=[cst.SubscriptElement(slice=cst.Index(value=arg.right))])
+            return it.access(base, write, node, index=index)
+    if isinstance(ptr, Smem):
+        return it.access(ptr if ptr.tmem else ptr.at(inexact=True), write, node)
+    if isinstance(ptr, Gmem):
+        return it.access(ptr, write, node)
+    it.unmodeled(node, "primitives.store_ext" if write else "primitives.load_ext",
+                 "the pointer could not be resolved to a shared- or global-memory buffer")
+    return None if write else Unknown("loaded value")
+
+
+def h_prim_store_ext(it, args, kwargs, node):
+    """`store_ext(value, ptr, shared_space=)`: value first (cute.arch.store is ptr first)."""
+    it.read_registers(_kw(args, kwargs, 0, "value"), node)
+    _prim_access(it, _kw(args, kwargs, 1, "ptr"), True, node)
+    return None
+
+
+def h_prim_load_ext(it, args, kwargs, node):
+    """`load_ext(ptr, dtype=, count=, shared_space=)`: a (vector) load."""
+    return _prim_access(it, _kw(args, kwargs, 0, "ptr"), False, node, kwargs.get("count", 1))
+
+
+def h_prim_atomicrmw(it, args, kwargs, node):
+    """`atomicrmw(AtomicOp.ADD, ptr, val, mem_order=MemOrder.RELEASE, syncscope=MemScope.GPU)`:
+    the cute.arch atomic of that op with its order and scope."""
+    op = _enum_name(_kw(args, kwargs, 0, "op"))
+    order = _enum_name(kwargs.get("mem_order"))
+    sem = {"acq_rel": "acq_rel", "acquire": "acquire", "release": "release", "relaxed": "relaxed",
+           "monotonic": "relaxed", None: None}.get(order, "unknown")
+    if op not in ("add", "exch", "xchg", "and", "or", "xor", "max", "min") or sem == "unknown":
+        it.unmodeled(node, "primitives.atomicrmw", "the atomic operation or memory order is not known")
+        return Unknown("atomic result")
+    scope = kwargs.get("syncscope")
+    kw = {"sem": sem} if sem else {}
+    if scope is not None:
+        kw["scope"] = scope
+    return _h_atomic("exch" if op == "xchg" else op)(
+        it, [_kw(args, kwargs, 1, "ptr"), _kw(args, kwargs, 2, "val")], kw, node)
+
+
+def h_prim_fence_acq_rel(it, args, kwargs, node):
+    """`fence_acq_rel(MemScope.GPU)`: cute.arch.fence_acq_rel_<scope>."""
+    scope = _scope_arg(_kw(args, kwargs, 0, "scope"), None)
+    if scope is None:
+        it.unmodeled(node, "primitives.fence_acq_rel", "the fence scope is not known")
+        return None
+    return _h_fence_acq_rel(scope)(it, args, kwargs, node)
+
+
+def h_prim_bulk_copy(it, args, kwargs, node):
+    """`cp_async_bulk_shared_cluster_global(dst_smem, src_gmem, mbar, bytes)`: a bulk (non-tensor)
+    TMA load into this CTA's shared memory that completes `bytes` transaction bytes on `mbar`,
+    as a TMA `cute.copy(..., tma_bar_ptr=mbar)`."""
+    dst, bar, nbytes = _kw(args, kwargs, 0, "dst"), _kw(args, kwargs, 2, "mbar"), _kw(args, kwargs, 3, "size")
+    if not isinstance(bar, Smem) or not isinstance(dst, Smem):
+        it.unmodeled(node, "primitives.cp_async_bulk_shared_cluster_global",
+                     "the destination buffer or the transaction barrier could not be resolved")
+        return None
+    it.emit(RawTmaLoad(it.span(node), bar, dst, it.mask, nbytes=_tx_value(nbytes)))
+    return None
+
+
+def h_prim_tmem_alloc(it, args, kwargs, node):
+    """`tcgen05_alloc(holder_ptr, ncols, is_exclusive=)`: a 1-CTA TMEM allocation writing its
+    address to the shared-memory word `holder_ptr`, as cute.arch.alloc_tmem."""
+    _tmem_holder_write(it, _kw(args, kwargs, 0, "ptr"), node, "primitives.tcgen05_alloc")
+    return None
+
+
+PRIMITIVES_PURE = {"shfl_sync", "make_tmem_ptr", "make_tmem_ptr_from_warp_row_col"}
+PRIMITIVES_UNMODELED = {
+    "tcgen05_ld": "a TMEM load through a raw TMEM pointer is not traced to its columns",
+    "tcgen05_st": "a TMEM store through a raw TMEM pointer is not traced to its columns",
+    "tcgen05_wait": "tcgen05.wait on raw TMEM loads/stores (not traced) is not modeled",
+    "tcgen05_fence": "tcgen05 thread-sync fences around raw TMEM accesses (not traced) are not modeled",
+}
+CALLS.update({
+    "primitives.load_ext": h_prim_load_ext, "primitives.store_ext": h_prim_store_ext,
+    "primitives.barrier_cta_sync": _h_nvvm_barrier(True, "thread_count"),
+    "primitives.barrier_cta_sync_aligned": _h_nvvm_barrier(True, "thread_count"),
+    "primitives.barrier_cta_arrive": _h_nvvm_barrier(False, "thread_count"),
+    "primitives.barrier_cta_arrive_aligned": _h_nvvm_barrier(False, "thread_count"),
+    "primitives.barrier_cluster_arrive": h_cluster_arrive, "primitives.barrier_cluster_arrive_aligned": h_cluster_arrive,
+    "primitives.barrier_cluster_arrive_relaxed": h_cluster_arrive_relaxed,
+    "primitives.barrier_cluster_arrive_relaxed_aligned": h_cluster_arrive_relaxed,
+    "primitives.barrier_cluster_wait": h_cluster_wait, "primitives.barrier_cluster_wait_aligned": h_cluster_wait,
+    "primitives.cluster_ctarank": h_cta_rank, "primitives.mapa": h_map_dsmem,
+    "primitives.mbarrier_init": h_mbarrier_init, "primitives.mbarrier_arrive": h_mbarrier_arrive,
+    "primitives.mbarrier_arrive_expect_tx": h_arrive_expect_tx,
+    "primitives.mbarrier_try_wait_parity": h_try_wait, "primitives.mbarrier_test_wait_parity": h_try_wait,
+    "primitives.cp_async_bulk_shared_cluster_global": h_prim_bulk_copy,
+    "primitives.fence_acq_rel": h_prim_fence_acq_rel,
+    # fence.sc is acq_rel and more (a total order of SC fences); modeled as the weaker acq_rel
+    # fence, which can only make the model reject more orders, never fewer.
+    "primitives.fence_sc_cluster": _h_fence_acq_rel("cluster"),
+    "primitives.atomicrmw": h_prim_atomicrmw,
+    "primitives.tcgen05_alloc": h_prim_tmem_alloc, "primitives.tcgen05_dealloc": h_dealloc_tmem,
+    "primitives.tcgen05_relinquish_alloc_permit": h_relinquish_tmem,
+})
 for _n in NUMERIC_TYPES:
     CALLS[_n] = h_numeric  # under every re-exporting module too: canonical() names them bare
 BUILTIN_PURE = {"len", "min", "max", "abs", "int", "bool", "tuple", "list", "float", "sum", "round", "print",
