@@ -154,3 +154,32 @@ def test_iterator_of_an_unannotated_kernel_argument_is_its_global_tensor():
     m = build_models(UNANNOTATED, "k.py", Settings())[0]
     assert not m.unmodeled, m.unmodeled
     assert "mRet" in str(m.processes)
+
+
+def test_the_experimental_import_path_is_the_same_layer_and_never_skipped():
+    # cuDNN's SDPA kernels: `from cutlass.experimental import primitives as nvvm`. Before, its
+    # calls without a buffer argument (`barrier_cta_sync`, fences) were skipped silently.
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+mbar = smem.allocate_tensor(cutlass.Int64, cute.make_layout(1), byte_alignment=8)
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp == 0:
+    if nvvm.elect_sync():
+        nvvm.mbarrier_init(mbar.iterator, 1)
+nvvm.fence_mbarrier_init()
+nvvm.barrier_cta_sync(0)
+if warp == 1:
+    if nvvm.elect_sync():
+        nvvm.mbarrier_arrive(mbar.iterator)
+if warp == 0:
+    while not nvvm.mbarrier_try_wait_parity(mbar.iterator, 0):
+        pass
+nvvm.bar_warp_sync(0xFFFFFFFF)
+nvvm.tcgen05_fence()
+""", threads=64).replace("import cutlass\n", "import cutlass\nfrom cutlass.experimental import primitives as nvvm\n", 1)
+    m = build_models(src, "k.py", Settings())[0]
+    assert [(u.construct, u.line) for u in m.unmodeled] == [("primitives.tcgen05_fence", line_of(src, "tcgen05_fence"))]
+    names = {type(op).__name__ for p in m.processes for op in p.variants[-1]}
+    assert {"MbInit", "MbArrive", "MbWait", "NamedBarrier", "SyncWarp"} <= names
+    arrive = next(op for p in m.processes for op in p.variants[-1] if type(op).__name__ == "MbArrive")
+    assert arrive.count == 1  # one elected lane, not the warp

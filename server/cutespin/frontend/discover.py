@@ -110,6 +110,10 @@ def canonical(qualname: str) -> str:
         return last
     if q.startswith("cute.arch."):
         return "arch." + q.rsplit(".", 1)[1]
+    if q.startswith("experimental.primitives."):
+        # The same primitive layer under its older import path (cuDNN's SDPA kernels:
+        # `from cutlass.experimental import primitives as nvvm`).
+        return q[len("experimental."):]
     if q.startswith("pipeline."):
         return "pipeline." + q.rsplit(".", 1)[1]
     if q.startswith(("utils.", "memory.")) and q.endswith("SmemAllocator"):

@@ -5133,7 +5133,19 @@ def h_prim_tmem_alloc(it, args, kwargs, node):
     return None
 
 
-PRIMITIVES_PURE = {"shfl_sync", "make_tmem_ptr", "make_tmem_ptr_from_warp_row_col"}
+PRIMITIVES_PURE = {"shfl_sync", "make_tmem_ptr", "make_tmem_ptr_from_warp_row_col", "setmaxregister",
+                   "prefetch_tensormap", "vote_sync"}
+
+
+def h_elect_sync(it, args, kwargs, node):
+    """`if nvvm.elect_sync():` / `pred=nvvm.elect_sync()`: true in one lane, the lowest active
+    one (as `with elect_one()`)."""
+    it.identity_reads += 1
+    lane = _lowest(it.mask).bit_length() - 1
+    if lane < 0:
+        return False
+    it.elected_lanes.add(lane)
+    return LaneVal(tuple(i == lane for i in range(32)))
 PRIMITIVES_UNMODELED = {
     "tcgen05_ld": "a TMEM load through a raw TMEM pointer is not traced to its columns",
     "tcgen05_st": "a TMEM store through a raw TMEM pointer is not traced to its columns",
@@ -5141,6 +5153,8 @@ PRIMITIVES_UNMODELED = {
     "tcgen05_fence": "tcgen05 thread-sync fences around raw TMEM accesses (not traced) are not modeled",
 }
 CALLS.update({
+    "primitives.elect_sync": h_elect_sync, "primitives.bar_warp_sync": h_sync_warp,
+    "primitives.fence_mbarrier_init": h_mbarrier_init_fence, "primitives.fence_proxy": h_fence_proxy,
     "primitives.load_ext": h_prim_load_ext, "primitives.store_ext": h_prim_store_ext,
     "primitives.barrier_cta_sync": _h_nvvm_barrier(True, "thread_count"),
     "primitives.barrier_cta_sync_aligned": _h_nvvm_barrier(True, "thread_count"),
