@@ -1451,8 +1451,11 @@ class KernelInterp:
             break
         else:
             raise Unsupported("while loop did not terminate within the unroll limit")
-        # A runtime condition: a bounded loop (persistent tile loops and the like).
-        trips = self.trip(self.code(stmt.test), stmt)
+        # A runtime condition: a bounded loop (persistent tile loops and the like). A bare name
+        # as the condition (`while is_valid:`) is not a count: its trips are not its value.
+        text = self.code(stmt.test)
+        self.registry.strided_bounds.add(text)
+        trips = self.trip(text, stmt)
         for _ in range(trips):
             # Each trip runs because the condition held: a uniform condition is a fact in the body
             # (`while work.is_valid_tile: if work.is_valid_tile: ...`).
@@ -1627,7 +1630,8 @@ class KernelInterp:
                 # A runtime value that bounds a loop somewhere (`for k in range(k_tile_cnt)`) has
                 # that loop's trip count in this configuration everywhere it is read, so
                 # `min(1, k_tile_cnt)` and `range(prologue, k_tile_cnt)` agree with the loop. Not
-                # the bound of a grid-stride loop: its trips are not its value.
+                # the bound of a grid-stride loop or a while loop's condition: its trips are not
+                # its value.
                 return self.ctx.trips[name]
             return value
         if name == "self" and self.self_obj is not None:
@@ -4968,7 +4972,7 @@ CALLS: dict = {
     "functools.partial": h_partial, "cutlass_dsl.if_generate": h_if_generate, "if_generate": h_if_generate,
     "isinstance": h_isinstance,
     "pipeline.CooperativeGroup": P.h_cooperative_group, "pipeline.make_pipeline_state": P.h_make_state,
-    "pipeline.PipelineState": P.h_pipeline_state, "arch.issue_clc_query": P.h_issue_clc_query, "cute.nvgpu.tcgen05.commit": P.h_tcgen05_commit,
+    "pipeline.PipelineState": P.h_pipeline_state, "arch.issue_clc_query": P.h_issue_clc_query, "arch.clc_response": P.h_clc_response, "cute.nvgpu.tcgen05.commit": P.h_tcgen05_commit,
 }
 for _prefix in ("nvvm.", "_mlir.dialects.nvvm."):
     CALLS[_prefix + "barrier_cta_sync"] = _h_nvvm_barrier(True, "thread_count")
