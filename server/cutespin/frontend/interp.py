@@ -446,6 +446,8 @@ SYNC_OBJECTS = (P.Pipeline, P.PipeState, P.Participant, P.Handle, P.MbarArray, P
                 P.OrderPipeline, NamedBarrierObj, TmemAllocatorObj, TensorMapManagerObj)
 
 # Values that a uniform branch may not leave as "one of two": a configuration instead (join_states).
+# Objects that carry pipelines, their states or barriers (a package record holding them).
+SYNC_HOLDERS = (Record, SelfObj) + SYNC_OBJECTS
 SPLIT_OBJECTS = (P.PipeState, P.Participant, P.Pipeline, P.TmaStorePipeline, P.OrderPipeline, P.MbarArray,
                  NamedBarrierObj, TmemAllocatorObj)
 
@@ -1134,6 +1136,13 @@ class KernelInterp:
             names = set().union(*[v.attrs.keys() for v in vals])
             return Record(first.cls, {a: self.merge_value([v.attrs.get(a, Unknown("unbound")) for v in vals], node,
                                                           select) for a in names})
+        objects = [v for v in vals if v is not None]
+        if _is_const_expr_test(node) and len(objects) < len(vals) and isinstance(objects[0], SYNC_HOLDERS) \
+                and all(v is objects[0] for v in objects):
+            # `state = None; if const_expr(dynamic): state = Holder(pipeline_state, ...)`: a
+            # configuration-guarded object. Only code that dereferences it uses it, and Python fails
+            # there where it is None, so it keeps the object (as a variable bound on one side does).
+            return objects[0]
         if select is not None and len(vals) == 2:
             terms = [_term(v) for v in vals]
             if None not in terms:
