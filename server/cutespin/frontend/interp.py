@@ -459,6 +459,8 @@ SYNC_OBJECTS = (P.Pipeline, P.PipeState, P.Participant, P.Handle, P.MbarArray, P
                 P.OrderPipeline, NamedBarrierObj, TmemAllocatorObj, TensorMapManagerObj)
 
 # Values that a uniform branch may not leave as "one of two": a configuration instead (join_states).
+# Objects that carry pipelines, their states or barriers (a package record holding them).
+SYNC_HOLDERS = (Record, SelfObj) + SYNC_OBJECTS
 SPLIT_OBJECTS = (P.PipeState, P.Participant, P.Pipeline, P.TmaStorePipeline, P.OrderPipeline, P.MbarArray,
                  NamedBarrierObj, TmemAllocatorObj)
 
@@ -1149,6 +1151,13 @@ class KernelInterp:
             names = set().union(*[v.attrs.keys() for v in vals])
             return Record(first.cls, {a: self.merge_value([v.attrs.get(a, Unknown("unbound")) for v in vals], node,
                                                           select) for a in names})
+        objects = [v for v in vals if v is not None]
+        if _is_const_expr_test(node) and len(objects) < len(vals) and isinstance(objects[0], SYNC_HOLDERS) \
+                and all(v is objects[0] for v in objects):
+            # `state = None; if const_expr(dynamic): state = Holder(pipeline_state, ...)`: a
+            # configuration-guarded object. Only code that dereferences it uses it, and Python fails
+            # there where it is None, so it keeps the object (as a variable bound on one side does).
+            return objects[0]
         if select is not None and len(vals) == 2:
             terms = [_term(v) for v in vals]
             if None not in terms:
@@ -1506,8 +1515,11 @@ class KernelInterp:
             break
         else:
             raise Unsupported("while loop did not terminate within the unroll limit")
-        # A runtime condition: a bounded loop (persistent tile loops and the like).
-        trips = self.trip(self.code(stmt.test), stmt)
+        # A runtime condition: a bounded loop (persistent tile loops and the like). A bare name
+        # as the condition (`while is_valid:`) is not a count: its trips are not its value.
+        text = self.code(stmt.test)
+        self.registry.strided_bounds.add(text)
+        trips = self.trip(text, stmt)
         for _ in range(trips):
             # Each trip runs because the condition held: a uniform condition is a fact in the body
             # (`while work.is_valid_tile: if work.is_valid_tile: ...`).
@@ -1682,7 +1694,8 @@ class KernelInterp:
                 # A runtime value that bounds a loop somewhere (`for k in range(k_tile_cnt)`) has
                 # that loop's trip count in this configuration everywhere it is read, so
                 # `min(1, k_tile_cnt)` and `range(prologue, k_tile_cnt)` agree with the loop. Not
-                # the bound of a grid-stride loop: its trips are not its value.
+                # the bound of a grid-stride loop or a while loop's condition: its trips are not
+                # its value.
                 return self.ctx.trips[name]
             return value
         if name == "self" and self.self_obj is not None:
@@ -5032,7 +5045,7 @@ CALLS: dict = {
     "functools.partial": h_partial, "cutlass_dsl.if_generate": h_if_generate, "if_generate": h_if_generate,
     "isinstance": h_isinstance,
     "pipeline.CooperativeGroup": P.h_cooperative_group, "pipeline.make_pipeline_state": P.h_make_state,
-    "pipeline.PipelineState": P.h_pipeline_state, "arch.issue_clc_query": P.h_issue_clc_query, "cute.nvgpu.tcgen05.commit": P.h_tcgen05_commit,
+    "pipeline.PipelineState": P.h_pipeline_state, "arch.issue_clc_query": P.h_issue_clc_query, "arch.clc_response": P.h_clc_response, "cute.nvgpu.tcgen05.commit": P.h_tcgen05_commit,
 }
 for _prefix in ("nvvm.", "_mlir.dialects.nvvm."):
     CALLS[_prefix + "barrier_cta_sync"] = _h_nvvm_barrier(True, "thread_count")

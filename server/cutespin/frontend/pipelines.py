@@ -808,10 +808,12 @@ def state_method(it, st: PipeState, meth: str, args, node):
     return None
 
 
-def clc_query(it, bar, node):
+def clc_query(it, bar, node, response=None):
     """`ClcDynamicPersistentTileScheduler.advance_to_next_work(bar)` (and `issue_clc_query`): one
     elected lane issues the cluster launch control query; its 16-byte response is multicast to
-    every CTA of the cluster and completes that many transaction bytes on each CTA's `bar`."""
+    every CTA of the cluster and completes that many transaction bytes on each CTA's `bar`. With
+    the raw call the response buffer is known: the query is an async write of it in every CTA
+    (like a 16-byte TMA load), so reading it before the wait is a race."""
     from .interp import RawTmaLoad, _lowest
 
     if not isinstance(bar, Smem):
@@ -821,14 +823,36 @@ def clc_query(it, bar, node):
     if not lane:
         return None
     it.elected_lanes.add(lane.bit_length() - 1)
+    dst = response if isinstance(response, Smem) and not response.tmem else None
     for rank in range(it.ctx.cluster):
         target = _cluster_peer(it, bar, rank) if it.ctx.cluster > 1 else bar
-        it.emit(RawTmaLoad(it.span(node), target, None, lane, nbytes=CLC_RESPONSE_BYTES))
+        written = dst.at(cta=target.cta) if dst is not None else None  # each CTA's own copy
+        it.emit(RawTmaLoad(it.span(node), target, written, lane, nbytes=CLC_RESPONSE_BYTES))
     return None
 
 
 def h_issue_clc_query(it, args, kwargs, node):
-    return clc_query(it, args[0] if args else kwargs.get("mbar_ptr"), node)
+    bar = args[0] if args else kwargs.get("mbar_ptr")
+    response = args[1] if len(args) > 1 else kwargs.get("clc_response_ptr")
+    return clc_query(it, bar, node, response)
+
+
+def h_clc_response(it, args, kwargs, node):
+    """`cute.arch.clc_response(ptr)`: a plain load of the 16-byte response the query wrote,
+    ordered only by the wait on its barrier, decoded into (m, n, l, is_valid). The response is
+    the same for every thread of the CTA (multicast), so the decoded values are CTA-uniform work
+    tile values (P14): the n-th decode at one site agrees in every warp."""
+    from .interp import _uniform_parts, Unknown
+
+    ptr = args[0] if args else kwargs.get("result_addr", kwargs.get("ptr"))
+    if not isinstance(ptr, Smem):
+        it.unmodeled(node, "cute.arch.clc_response", "the response buffer could not be resolved")
+    else:
+        it.access(ptr, write=False, node=node)
+    site = it.site_key(node)
+    n = it.work_calls[site] = it.work_calls.get(site, 0) + 1
+    parts = tuple(Unknown(f"CLC response {name}") for name in ("m", "n", "l", "is_valid"))
+    return _uniform_parts(parts, f"{site}#{n}")
 
 
 def h_tcgen05_commit(it, args, kwargs, node):
