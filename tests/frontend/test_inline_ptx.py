@@ -255,3 +255,15 @@ inline_ptx("tcgen05.wait::ld.sync.aligned;")
 def test_other_tcgen05_instructions_stay_unmodeled():
     m = build('inline_ptx("tcgen05.st.sync.aligned.32x32b.x1.b32 [$0], {$1};", read_only_args=[0, 1])\n')
     assert [u.why for u in m.unmodeled] == ["`tcgen05.st.sync.aligned.32x32b.x1.b32` not modeled"]
+
+
+def test_a_synchronizing_instruction_under_a_predicate_keyword_is_unmodeled():
+    # cuDNN frost's predicated credit: `inline_ptx(..., predicate=lane == 0)` arrives only in the
+    # lanes where the predicate holds; taking it as run by every lane would miscount the arrivals.
+    m = build(INIT_BAR + """\
+lane = cute.arch.lane_idx()
+inline_ptx("mbarrier.arrive.release.cta.shared::cta.b64 _, [{$r0}];", read_only_args=[bar], predicate=lane == 0)
+inline_ptx("mbarrier.arrive.release.cta.shared::cta.b64 _, [{$r0}];", read_only_args=[bar], predicate=True)
+""")
+    assert [u.why for u in m.unmodeled] == ["`mbarrier.arrive.release.cta.shared::cta.b64` under a predicate"]
+    assert len([o for o in ops(m) if isinstance(o, ir.MbArrive)]) == 1

@@ -3799,7 +3799,12 @@ def h_inline_ptx(it, args, kwargs, node):
     plain = isinstance(outs, (tuple, list)) or outs is None
     instructions = ptx_instructions(text)
     waits = [m for m, _, _ in instructions if re.match(r"mbarrier\.(try|test)_wait", m)]
+    # `predicate=p` guards the whole snippet like an `@p` on each instruction (frost's predicated
+    # peer arrive), unless it folds to True.
+    pred = kwargs.get("predicate")
+    snippet_guarded = pred is not None and pred is not True
     for mnemonic, ins_text, guarded in instructions:
+        guarded = guarded or snippet_guarded
         head = mnemonic.split(".")[0]
         if PTX_PLACEHOLDER in head or not head:
             it.unmodeled(node, "cute.arch.inline_ptx", f"an instruction whose mnemonic does not fold (`{ins_text[:40]}`)")
