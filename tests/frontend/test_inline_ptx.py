@@ -103,11 +103,11 @@ def test_ptx_text_with_a_runtime_part_names_the_instruction():
     # (not "the PTX text does not fold").
     m = build("""\
 n = mA.shape[0]
-_ptx = ("tcgen05.ld.sync.aligned.32x32b.x%d.b32 {$0}, [$1];") % (n,)
-inline_ptx(_ptx, write_only_types=[cutlass.Int32], read_only_args=[1])
+_ptx = ("tcgen05.st.sync.aligned.32x32b.x%d.b32 [$0], {$1};") % (n,)
+inline_ptx(_ptx, read_only_args=[1, 2])
 """)
     whys = [u.why for u in m.unmodeled]
-    assert any(w.startswith("`tcgen05.ld.sync.aligned.32x32b.x{…}.b32` not modeled") for w in whys), whys
+    assert any(w.startswith("`tcgen05.st.sync.aligned.32x32b.x{…}.b32` not modeled") for w in whys), whys
 
 
 # One mbarrier of 32 arrivals, initialised and fenced before any warp uses it.
@@ -222,3 +222,48 @@ inline_ptx("{ .reg .pred p; setp.ne.u32 p, $1, 0; @p bra SKIP; mbarrier.arrive.s
            read_only_args=[bar, warp_idx])
 """)
     assert "`bra` under a predicate" in [u.why for u in m.unmodeled]
+
+
+def test_tcgen05_ld_is_an_asynchronous_tmem_read_that_wait_ld_retires():
+    # cuDNN frost's style: a fused load + row max (`tcgen05.ld.red`) whose operand list is joined
+    # in Python, retired by an inline `tcgen05.wait::ld`. The address is the retrieved TMEM
+    # pointer (that buffer) or a register computed from it at run time (the whole allocation, inexact).
+    m = build("""\
+smem = cutlass.utils.SmemAllocator()
+holder = smem.allocate_array(cutlass.Int32, 1)
+if cute.arch.warp_idx() == 0:
+    cute.arch.alloc_tmem(256, holder)
+cute.arch.sync_threads()
+tmem = cute.arch.retrieve_tmem_ptr(cutlass.Float32, alignment=16, ptr_to_buffer_holding_addr=holder)
+num = 4
+data = ", ".join("{$w%d}" % i for i in range(num))
+ld_max = ("tcgen05.ld.red.sync.aligned.32x32b.x%d.f32.max " "{" + data + "}, {$w%d}, [{$r0}];") % (num, num)
+outs = inline_ptx(ld_max, write_only_types=[cutlass.Int32] * (num + 1), read_only_args=[tmem])
+column_addr = inline_ptx("add.u32 $0, $1, $2;", write_only_types=[cutlass.Int32], read_only_args=[tmem, outs[0]])
+outs = inline_ptx(ld_max, write_only_types=[cutlass.Int32] * (num + 1), read_only_args=[column_addr])
+inline_ptx("tcgen05.wait::ld.sync.aligned;")
+""")
+    assert not m.unmodeled, m.unmodeled
+    o = ops(m)
+    reads = [x for x in o if isinstance(x, ir.AsyncRead)]
+    wait = next(x for x in o if isinstance(x, ir.AsyncReadWait))
+    assert [(r.kind, r.region.space) for r in reads] == [("tmem_ld", "tmem")] * 2
+    assert wait.kind == "tmem_ld" and wait.done_reads == reads
+    assert any(a.startswith("TMEM: an inline-PTX tcgen05.ld") for a in m.assumptions), m.assumptions
+
+
+def test_other_tcgen05_instructions_stay_unmodeled():
+    m = build('inline_ptx("tcgen05.st.sync.aligned.32x32b.x1.b32 [$0], {$1};", read_only_args=[0, 1])\n')
+    assert [u.why for u in m.unmodeled] == ["`tcgen05.st.sync.aligned.32x32b.x1.b32` not modeled"]
+
+
+def test_a_synchronizing_instruction_under_a_predicate_keyword_is_unmodeled():
+    # cuDNN frost's predicated credit: `inline_ptx(..., predicate=lane == 0)` arrives only in the
+    # lanes where the predicate holds; taking it as run by every lane would miscount the arrivals.
+    m = build(INIT_BAR + """\
+lane = cute.arch.lane_idx()
+inline_ptx("mbarrier.arrive.release.cta.shared::cta.b64 _, [{$r0}];", read_only_args=[bar], predicate=lane == 0)
+inline_ptx("mbarrier.arrive.release.cta.shared::cta.b64 _, [{$r0}];", read_only_args=[bar], predicate=True)
+""")
+    assert [u.why for u in m.unmodeled] == ["`mbarrier.arrive.release.cta.shared::cta.b64` under a predicate"]
+    assert len([o for o in ops(m) if isinstance(o, ir.MbArrive)]) == 1

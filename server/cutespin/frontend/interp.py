@@ -3876,7 +3876,12 @@ def h_inline_ptx(it, args, kwargs, node):
     plain = isinstance(outs, (tuple, list)) or outs is None
     instructions = ptx_instructions(text)
     waits = [m for m, _, _ in instructions if re.match(r"mbarrier\.(try|test)_wait", m)]
+    # `predicate=p` guards the whole snippet like an `@p` on each instruction (frost's predicated
+    # peer arrive), unless it folds to True.
+    pred = kwargs.get("predicate")
+    snippet_guarded = pred is not None and pred is not True
     for mnemonic, ins_text, guarded in instructions:
+        guarded = guarded or snippet_guarded
         head = mnemonic.split(".")[0]
         if PTX_PLACEHOLDER in head or not head:
             it.unmodeled(node, "cute.arch.inline_ptx", f"an instruction whose mnemonic does not fold (`{ins_text[:40]}`)")
@@ -3893,6 +3898,8 @@ def h_inline_ptx(it, args, kwargs, node):
             continue
         if head == "griddepcontrol":
             h_griddepcontrol(it, [], {}, node)
+            continue
+        if head == "tcgen05" and ptx_tmem_load(it, mnemonic, ins_text, ins, n_out, plain, node):
             continue
         if head in ("mbarrier", "bar", "barrier", "fence"):
             found = ptx_sync_instruction(it, mnemonic, ins_text, text, ins, n_out, plain, node)
@@ -3962,6 +3969,32 @@ def ptx_operand_value(tok: str, ins: list, n_out: int, plain: bool):
         return None
     k = k if m.group(1) == "r" else k - n_out
     return ins[k] if 0 <= k < len(ins) else None
+
+
+PTX_TMEM_INEXACT = ("TMEM: an inline-PTX tcgen05.ld whose address operand is not the retrieved TMEM pointer is "
+                    "taken to read the whole allocation (inexact)")
+
+
+def ptx_tmem_load(it, mnemonic: str, ins_text: str, ins: list, n_out: int, plain: bool, node) -> bool:
+    """`tcgen05.ld[.red]...` is the DSL's tcgen05 load (tmem_copy): an asynchronous read of tensor
+    memory that `tcgen05.wait::ld` retires (its register results are plain values: the wait is
+    the kernel's own). The TMEM it reads is the buffer its address operand names, else the whole
+    allocation, inexact. `tcgen05.wait::ld` is fence_view_async_tmem_load(). False for any other
+    tcgen05 instruction (reported unmodeled by the caller)."""
+    parts = mnemonic.split(".")
+    if len(parts) > 1 and parts[1] == "wait::ld":
+        h_tmem_load_fence(it, [], {}, node)
+        return True
+    if len(parts) < 2 or parts[1] != "ld":
+        return False
+    ops = ptx_operands(ins_text)
+    addr = next((o for o in ops if o.startswith("[")), None)
+    buf = ptx_operand_value(addr, ins, n_out, plain) if addr is not None else None
+    if not (isinstance(buf, Smem) and buf.tmem):
+        it.registry.assume(PTX_TMEM_INEXACT)
+        buf = _tmem_buffer(it).at(inexact=True)
+    it.emit(RawAsyncRead(it.span(node), buf, it.mask, "tmem_ld"))
+    return True
 
 
 def ptx_sync_instruction(it, mnemonic: str, ins_text: str, text: str, ins: list, n_out: int, plain: bool, node):
