@@ -29,6 +29,15 @@ def arrive_each(bar, n):
 
 
 @cute.jit
+def advance_until(st, n, width):
+    for c in range(width):
+        if c >= n:
+            break
+        st.count += 1
+    return st
+
+
+@cute.jit
 def arrive_once(b):
     with cute.arch.elect_one():
         cute.arch.mbarrier_arrive(b)
@@ -81,5 +90,16 @@ def test_a_loop_whose_trips_synchronize_through_a_helper_stays_unmodeled():
 n = mA.shape[0]
 if warp_idx == 0:
     arrive_each(bar, n)
+""")
+    assert [(u.construct, u.why) for u in m.unmodeled] == [("kernel body", "break/continue under a runtime condition")]
+
+
+def test_a_loop_left_early_that_sets_an_attribute_stays_unmodeled():
+    # Running every trip would leave `st.count` at 4 on every path; the attribute cannot be
+    # forgotten after the loop the way a local can, so the break is reported.
+    m = model("""\
+n = mA.shape[0]
+st = cute.make_rmem_tensor((1,), cutlass.Int32)
+st = advance_until(st, n, 4)
 """)
     assert [(u.construct, u.why) for u in m.unmodeled] == [("kernel body", "break/continue under a runtime condition")]

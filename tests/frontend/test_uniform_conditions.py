@@ -14,6 +14,8 @@ from tests.kernels import kernel_source
 TEMPLATE = """\
 import cutlass
 import cutlass.cute as cute
+from cutlass._mlir.dialects import llvm
+from cutlass.cutlass_dsl import T
 
 
 @cute.jit
@@ -27,9 +29,15 @@ def tiles_left_at(n, k):
 
 
 @cute.jit
-def tiles_left_for_thread(n):
+def lane_from_ptx(n, base):
+    lane = llvm.inline_asm(T.i32(), [], "mov.u32 $0, %laneid;", "=r")
+    return cute.arch.fmax(n - lane, base)
+
+
+@cute.jit
+def tiles_left_for_thread(n, base):
     tidx, _, _ = cute.arch.thread_idx()
-    return cute.arch.fmax(n - tidx, 0)
+    return cute.arch.fmax(n - tidx, base)
 
 
 class K:
@@ -414,7 +422,9 @@ def test_a_helper_reading_the_clock_or_the_thread_index_is_not_uniform():
     m = model("""\
         if tiles_left_at(n, 3) > 0:
             cute.arch.sync_threads()
-        if tiles_left_for_thread(n) > 0:
+        if tiles_left_for_thread(n, 0) > 0:
+            cute.arch.sync_threads()
+        if lane_from_ptx(n, 0) > 0:
             cute.arch.sync_threads()
         """)
-    assert shared_ids(m, 0) == [None, None]
+    assert shared_ids(m, 0) == [None, None, None]

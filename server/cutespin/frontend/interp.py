@@ -14,7 +14,7 @@ import math
 import operator
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import libcst as cst
 import libcst.matchers as cst_matchers
@@ -101,7 +101,9 @@ def _plain_helper(fn: "FuncRef", args, kwargs) -> bool:
 # a helper calling one does not compute one value for the CTA (`uniform_helper_result`).
 THREAD_VARIANT_CALLS = {"clock", "clock64", "globaltimer", "globaltimer_lo", "globaltimer_hi", "smid", "nsmid",
                         "warpid", "laneid", "lanemask_lt", "lanemask_le", "lanemask_eq", "lanemask_ge",
-                        "lanemask_gt", "random", "rand", "thread_idx", "lane_idx", "warp_idx"}
+                        "lanemask_gt", "random", "rand", "thread_idx", "lane_idx", "warp_idx",
+                        # inline assembly may read any special register (%laneid, %clock, %smid)
+                        "inline_asm", "inline_ptx"}
 
 # Tile-scheduler methods whose result (the work tile) is CTA-uniform (P14).
 WORK_TILE_METHODS = {"get_current_work", "initial_work_tile_info", "fetch_next_work", "get_next_work",
@@ -285,6 +287,27 @@ def _loads_and_stores_only(ops) -> bool:
     """Ops that only access memory (runtime branches among them included)."""
     return all(isinstance(op, RawAccess) or isinstance(op, ir.Choice) and
                all(_loads_and_stores_only(alt) for alt in op.alternatives) for op in ops)
+
+
+def _chain_root(n) -> Optional[str]:
+    while isinstance(n, cst.Attribute):
+        n = n.value
+    return n.value if isinstance(n, cst.Name) else None
+
+
+def _mutates_attributes(node, is_value: Callable) -> bool:
+    """Whether a node assigns an attribute, or calls a method on an attribute of a value (not of
+    a module: `self.state.advance()`, not `cute.arch.fmax(...)`); `is_value(name)` tells them
+    apart."""
+    def attribute_target(t) -> bool:
+        return isinstance(t, cst.Attribute) or isinstance(t, (cst.Tuple, cst.List)) and \
+            any(attribute_target(e.value) for e in t.elements)
+    for n in cst_matchers.findall(node, cst_matchers.Assign() | cst_matchers.AugAssign() | cst_matchers.AnnAssign()):
+        targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+        if any(attribute_target(t) for t in targets):
+            return True
+    return any(isinstance(c.func, cst.Attribute) and isinstance(c.func.value, cst.Attribute)
+               and is_value(_chain_root(c.func.value)) for c in _calls_in(node))
 
 
 def _method_receivers(node) -> set:
@@ -1284,8 +1307,12 @@ class KernelInterp:
     def break_tolerant(self, node) -> bool:
         """A loop whose text names no synchronization: a runtime `break` in it is taken as the end
         of that trip only, and `end_loop` checks that the trips emitted nothing but loads and
-        stores (so running all of them only over-approximates those)."""
-        return isinstance(node, (cst.For, cst.While)) and not _names_sync(node)
+        stores (so running all of them only over-approximates those). The state the extra trips
+        change must be forgettable after the loop: locals and objects they call methods on by
+        name (`end_loop`); a loop that sets an attribute or calls a method through one
+        (`self.state.advance()`, `t.count += 1`) is not taken."""
+        return isinstance(node, (cst.For, cst.While)) and not _names_sync(node) and \
+            not _mutates_attributes(node, lambda name: name == "self" or name in self.env)
 
     def end_loop(self, stmt, out0: list, n0: int) -> None:
         """After a loop: what a loop checked as one trip, or one a runtime `break` may have left
