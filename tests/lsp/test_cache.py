@@ -2,8 +2,6 @@
 SPIN's result (the engine cache, keyed by the lowered model)."""
 from __future__ import annotations
 
-import time
-
 import pytest
 from pytest_lsp import LanguageClient
 
@@ -21,10 +19,9 @@ async def test_unchanged_resave_is_served_from_cache(client: LanguageClient, tmp
     assert first.cached is False and first.seconds > 1.0
 
     n = len(client.statuses)
-    t = time.monotonic()
     save(client, uri)
     again = await wait_status(client, uri, "done", after=n)
-    assert again.cached is True and time.monotonic() - t < 1.0
+    assert again.cached is True 
     assert any("served from cache" in m.message for m in client.log_messages)
     assert [field(r, "verdict") for r in again.results] == ["verified"]
     assert not statuses(client, uri, "checking")[1:]  # nothing was re-run
@@ -35,4 +32,6 @@ async def test_unchanged_resave_is_served_from_cache(client: LanguageClient, tmp
     save(client, uri)
     edited = await wait_status(client, uri, "done", after=n)
     assert edited.cached is False
-    assert edited.seconds < first.seconds / 3
+    assert [field(r, "verdict") for r in edited.results] == ["verified"]
+    v2 = [m.message for m in client.log_messages if "ring.py v2: RowSumTmaRing.kernel" in m.message]
+    assert v2 and "SPIN cached" in v2[-1]  # the engine did not run again (timings: bench/latency.py)
