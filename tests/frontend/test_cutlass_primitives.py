@@ -183,3 +183,78 @@ nvvm.tcgen05_fence()
     assert {"MbInit", "MbArrive", "MbWait", "NamedBarrier", "SyncWarp"} <= names
     arrive = next(op for p in m.processes for op in p.variants[-1] if type(op).__name__ == "MbArrive")
     assert arrive.count == 1  # one elected lane, not the warp
+
+
+# cuDNN frost's pointer helpers probe the pointer with `hasattr` before falling back to plain
+# pointer arithmetic; both paths name the same address.
+POINTER_HELPERS = '''
+
+
+def _advance(x, n):
+    if hasattr(x, "subview"):
+        return x.subview(n)
+    return x + n
+
+
+def _bulk_copy_ptr(x):
+    if hasattr(x, "llvm_ptr"):
+        return x.llvm_ptr
+    return x
+'''
+
+
+def probed_copy_kernel(wait: bool) -> str:
+    src = bulk_copy_kernel(wait).replace(
+        "nvvm.cp_async_bulk_shared_cluster_global(sX.iterator, mA.iterator, mbar.iterator, 512)",
+        "nvvm.cp_async_bulk_shared_cluster_global(_bulk_copy_ptr(_advance(sX.iterator, 0)), mA.iterator, "
+        "_bulk_copy_ptr(mbar.iterator), 512)")
+    return src + POINTER_HELPERS
+
+
+def test_hasattr_probes_on_pointers_take_the_plain_path(require_spin):
+    src = probed_copy_kernel(wait=True)
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    assert check(src).verdict == "verified"
+    r = check(probed_copy_kernel(wait=False))
+    assert r.verdict == "counterexample" and r.findings[0].code == "CS201"
+
+
+def test_hasattr_on_a_value_the_model_does_not_know_is_not_guessed():
+    src = source("""\
+smem = cutlass.utils.SmemAllocator()
+mbar = smem.allocate_tensor(cutlass.Int64, cute.make_layout(1), byte_alignment=8)
+if hasattr(mbar.iterator, "mystery"):
+    nvvm.mbarrier_init(mbar.iterator, 1)
+""")
+    m = build_models(src, "k.py", Settings())[0]
+    assert [(u.construct, u.line) for u in m.unmodeled][:1] == [("hasattr", line_of(src, "hasattr("))]
+
+
+def cp_async_kernel(wait: str) -> str:
+    """Every thread copies 16 bytes with the primitives' cp.async (cuDNN frost's `load_tile`),
+    then the CTA reads the tile."""
+    return source(f"""\
+smem = cutlass.utils.SmemAllocator()
+sX = smem.allocate_tensor(cutlass.Float32, cute.make_layout(256), byte_alignment=16)
+tid, _, _ = cute.arch.thread_idx()
+nvvm.cp_async_shared_global(sX.iterator + tid * 4, mA.iterator + tid * 4, 16, nvvm.LoadCacheModifier.CG)
+nvvm.cp_async_commit_group()
+{wait}cute.arch.sync_threads()
+v = nvvm.load_ext(sX.iterator + (255 - tid), dtype=cutlass.Float32, count=1, shared_space={SS})
+""")
+
+
+def test_primitives_cp_async_retired_by_its_wait_group_is_verified(require_spin):
+    src = cp_async_kernel("nvvm.cp_async_wait_group(0)\n")
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+
+
+def test_primitives_cp_async_read_before_its_wait_group_is_not_verified(require_spin):
+    """The copy's elements are not tracked, so the unretired write is a possible race (P16)."""
+    r = check(cp_async_kernel(""))
+    assert not r.unmodeled
+    assert r.verdict == "inconclusive" and "possible data race" in r.reason

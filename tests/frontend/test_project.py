@@ -6,6 +6,7 @@ library pipeline's name, and `cycle_a`/`cycle_b`/`sync` import each other in a c
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -18,6 +19,7 @@ from cutespin.frontend import build_models
 from cutespin.frontend import project as project_mod
 from cutespin.frontend.discover import collect_aliases
 from cutespin.frontend.project import Project, package_root
+from cutespin.report import to_sarif, to_text
 
 import libcst as cst
 
@@ -189,6 +191,12 @@ def test_unmodeled_inside_a_sibling_carries_its_path(tmp_path, require_spin):
     assert Path(u.path) == sync.resolve() and u.line == line_of(sync, "arrive_count=n_unknown")
     assert "sync.py line" in k.reason
     assert k.to_json()["unmodeled"][0]["path"] == str(sync.resolve())
+    # The text and SARIF reports name the sibling's file, not the analyzed one, at that line.
+    assert f"{sync.resolve()}:{u.line}:1: CS901 unmodeled" in to_text([result], [])
+    sarif = json.loads(to_sarif([result], [], {}))
+    locs = [r["locations"][0]["physicalLocation"] for r in sarif["runs"][0]["results"] if r["ruleId"] == "CS901"]
+    assert locs and all(loc["artifactLocation"]["uri"].endswith("/mypkg/sync.py") for loc in locs)
+    assert {loc["region"]["startLine"] for loc in locs} == {u.line}
 
 
 def test_kernel_class_inherits_from_a_sibling_base(require_spin):

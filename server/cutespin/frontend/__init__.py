@@ -1124,32 +1124,36 @@ def derive_arrival_counts(processes: list, derived: dict) -> None:
 
 def derive_named_barrier_threads(processes: list) -> None:
     """Give a named barrier whose thread count does not fold the threads of every warp (of the
-    CTA) that arrives on or syncs with that barrier id (the assumption is stated at the call).
-    A count that is such an unknown plus a constant (`num_epilogue_threads + WARP_SIZE`, for an
-    epilogue whose TMA-store warp arrives twice) is the value derived where the unknown alone is
-    the count, plus the constant."""
-    users: dict = {}
+    CTA) that arrives on or syncs with that barrier id in the same configuration (the assumption
+    is stated at the call). Per configuration, because the configurations may give the warps
+    different roles: with `if warp == num_compute_warps:` over an unfolded constant, warp 1 is the
+    producer in one configuration and a consumer in another, and counting the users of every
+    configuration together would wait for a warp that is never there. A count that is such an
+    unknown plus a constant (`num_epilogue_threads + WARP_SIZE`, for an epilogue whose TMA-store
+    warp arrives twice) is the value derived where the unknown alone is the count, plus the
+    constant."""
+    users: dict = {}  # (cta, config, barrier id) -> warps
     for p in processes:
-        for ops in p.variants:
+        for c, ops in enumerate(p.variants):
             for op in ir.walk(ops):
                 if isinstance(op, ir.NamedBarrier):
-                    users.setdefault((p.cta, op.barrier_id), set()).add(p.warp)
-    plain: dict = {}  # (cta, term) -> threads derived where the term alone is the count
+                    users.setdefault((p.cta, c, op.barrier_id), set()).add(p.warp)
+    plain: dict = {}  # (cta, config, term) -> threads derived where the term alone is the count
     for p in processes:
-        for ops in p.variants:
+        for c, ops in enumerate(p.variants):
             for op in ir.walk(ops):
                 d = op.threads if isinstance(op, ir.NamedBarrier) else None
                 if isinstance(d, I.DerivedThreads) and d.term is not None and d.offset == 0:
-                    plain.setdefault((p.cta, d.term), 32 * len(users[(p.cta, op.barrier_id)]))
+                    plain.setdefault((p.cta, c, d.term), 32 * len(users[(p.cta, c, op.barrier_id)]))
     for p in processes:
-        for ops in p.variants:
+        for c, ops in enumerate(p.variants):
             for op in ir.walk(ops):
                 d = op.threads if isinstance(op, ir.NamedBarrier) else None
                 if not isinstance(d, I.DerivedThreads):
                     continue
-                base = plain.get((p.cta, d.term)) if d.offset else None
+                base = plain.get((p.cta, c, d.term)) if d.offset else None
                 op.threads = base + d.offset if base is not None and base + d.offset > 0 else \
-                    32 * len(users[(p.cta, op.barrier_id)])
+                    32 * len(users[(p.cta, c, op.barrier_id)])
 
 
 def lane_partition(masks: set, elected: set) -> list:
@@ -1631,8 +1635,9 @@ def _split_dimensions(used: list, c: ir.TripConfig, registry, bound: int) -> lis
     (`subtile == self.release_at` in every trip of a loop, `mode == 1`, `mode in (2, 3)`) form one
     dimension over the value instead: each constant named, and one value none of them is (P14:
     one value per CTA; the conditions never contradict each other). A value compared with the
-    index of a runtime loop is taken to be one of the loop's indices in this configuration
-    (stated by the caller), so there is no "none of them"."""
+    index of a runtime loop is taken to be one of the loop's indices in this configuration, and
+    one compared with a warp's index (`warp == num_compute_warps`) the index of one of the warps
+    that compare it (both stated by the caller), so there is no "none of them"."""
     groups: dict = {}
     dims = []
     for k in used:
@@ -1647,6 +1652,8 @@ def _split_dimensions(used: list, c: ir.TripConfig, registry, bound: int) -> lis
         loop = registry.index_terms.get(gk)
         if loop is not None:
             values = list(range(c.trips.get(loop, bound)))
+        elif gk in registry.warp_terms and not ordered:
+            values = sorted(named)
         else:
             values, closed = _enum_domain(named, ordered)
             values = list(values) + ([] if closed else [_OTHER])
@@ -1709,6 +1716,18 @@ def _compiled_configs(configs, run_config, registry):
     return kept, runs
 
 
+def _condition_label(k, value, site, registry) -> list:
+    """How a configuration shows its value of fixed condition `k`: "`has_x` (line 12) = True";
+    a role dispatch on a uniform value (`warp == wn`) by the one warp it holds in, not by one
+    True and several False."""
+    line, text = site
+    cta = f"CTA {k[0]}: " if k[0] else ""
+    parts = I.enum_parts(k[1])
+    if parts is not None and (k[0], parts[0]) in registry.warp_terms and parts[2] is True and len(parts[1]) == 1:
+        return [f"{cta}`{text}` (line {line}) in warp {next(iter(parts[1]))}"] if value else []
+    return [f"{cta}`{text}` (line {line}) = {value}"]
+
+
 def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_config, bound):
     """CTA-uniform runtime conditions whose sides advance a pipeline state differently (`if
     has_x: state.advance()`, `if block_count > 0: <loop advancing the state>`): after such a
@@ -1743,8 +1762,7 @@ def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_c
                 for part in choice:
                     conds.update(part)
                 for k in used:
-                    line, text = splits[k]
-                    labels.append(f"{'CTA %d: ' % k[0] if k[0] else ''}`{text}` (line {line}) = {conds[k]}")
+                    labels += _condition_label(k, conds[k], splits[k], registry)
                 configs.append(ir.TripConfig(dict(c.trips), conds, tuple(labels)))
         # The earlier runs' uses of the states these branches left unknown are not unmodeled.
         registry.unmodeled.clear()
@@ -1764,12 +1782,17 @@ def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_c
     for k in used:
         line, text = splits[k]
         registry.assume(f"the runtime condition `{text}` (line {line}) is the same for every thread of the CTA "
-                        f"(P14): its sides advance a pipeline state differently or it selects a buffer index, "
+                        f"(P14): its sides advance a pipeline state differently, it selects a buffer index or it decides "
+                        f"which warps use a named barrier, "
                         f"so each value is checked as a configuration of its own")
     for (cta, term), loop in registry.index_terms.items():
         if any(k[0] == cta and (I.enum_parts(k[1]) or (None,))[0] == term for k in used):
             registry.assume(f"a uniform value compared with the index of the runtime loop over `{loop}` is one of "
                             f"the loop's indices (a value past the loop would skip the branch in every trip)")
+    for (cta, term), warps in registry.warp_terms.items():
+        if any(k[0] == cta and (I.enum_parts(k[1]) or (None,))[0] == term for k in used):
+            registry.assume(f"a uniform value compared with the warp index (warps {sorted(warps)}) is the index "
+                            f"of one of those warps: the block holds the warp of every role it dispatches")
     return configs, runs
 
 

@@ -1049,6 +1049,7 @@ class KernelInterp:
         # same in every thread, a select on the condition (P14).
         select = key if shared is not None and len(going_on) == 2 else None
         self.join_states(node, key, [memos[k] for k in going_on], [envs[k] for k in going_on])
+        self.split_on_derived_barrier(node, key, outs)
         self.env = self.merge_envs([envs[k] for k in going_on] or envs, node, select)
         if attrs0 is not None:
             # `self.x` set differently on the two branches is unknown afterwards.
@@ -1145,6 +1146,19 @@ class KernelInterp:
             self.ctx.splits.setdefault((self.ctx.cta, key), (line, self.code(node.test) if
                                                               isinstance(node, cst.If) else ""))
 
+    def split_on_derived_barrier(self, node, key, outs) -> None:
+        """A uniform condition with a named barrier of unfolded thread count on one side decides
+        which warps use that barrier (`if warp == num_compute_warps:` loader `else:` compute
+        warps syncing `tpr` threads). The count is derived from the users
+        (derive_named_barrier_threads), which differ with the condition's value: build_kernel
+        checks each value as a configuration of its own, so every one gets its own count."""
+        if key is None or self.ctx.splits is None:
+            return
+        if any(isinstance(op, ir.NamedBarrier) and isinstance(op.threads, DerivedThreads)
+               for out in outs for op in ir.walk(out)):
+            self.ctx.splits.setdefault((self.ctx.cta, key), (self.span(node).line, self.code(node.test) if
+                                                              isinstance(node, cst.If) else ""))
+
     def merge_envs(self, envs, node, select=None):
         """Variables after a runtime branch: a value both sides agree on stays. A variable first
         bound on only some sides keeps that value: any later use runs only where it is bound
@@ -1175,11 +1189,13 @@ class KernelInterp:
             return Record(first.cls, {a: self.merge_value([v.attrs.get(a, Unknown("unbound")) for v in vals], node,
                                                           select) for a in names})
         objects = [v for v in vals if v is not None]
-        if _is_const_expr_test(node) and len(objects) < len(vals) and isinstance(objects[0], SYNC_HOLDERS) \
+        if _is_const_expr_test(node) and len(objects) < len(vals) and isinstance(objects[0], SYNC_HOLDERS + (Smem,)) \
                 and all(v is objects[0] for v in objects):
-            # `state = None; if const_expr(dynamic): state = Holder(pipeline_state, ...)`: a
-            # configuration-guarded object. Only code that dereferences it uses it, and Python fails
-            # there where it is None, so it keeps the object (as a variable bound on one side does).
+            # `state = None; if const_expr(dynamic): state = Holder(pipeline_state, ...)`, or a
+            # staging buffer `scx = None; if const_expr(KSR > 0): scx = smem.allocate_tensor(...)`:
+            # a configuration-guarded object. Only code that dereferences it uses it, and Python
+            # fails there where it is None, so it keeps the object (as a variable bound on one side
+            # does).
             return objects[0]
         if select is not None and len(vals) == 2:
             terms = [_term(v) for v in vals]
@@ -2159,6 +2175,19 @@ class KernelInterp:
         if op is None:
             return Unknown("comparison")
         if isinstance(a, LaneVal) or isinstance(b, LaneVal):
+            warp_const = _warp_constant_vs_uniform(a, b)
+            if warp_const is not None:
+                # `warp == num_compute_warps` with the count a kernel argument: in each warp a
+                # comparison of one uniform value with a constant, so every warp agrees on which
+                # one is the loader (P14); per-lane unknowns would let two warps both load.
+                x, y = warp_const
+                term = (y if isinstance(y, Unknown) else x).key
+                try:
+                    self.registry.warp_terms.setdefault((self.ctx.cta, term), set()).add(
+                        x if isinstance(y, Unknown) else y)
+                except TypeError:  # an unhashable term
+                    pass
+                return Unknown("runtime comparison", key=_combine("cmp", _op_name(op), _term(x), _term(y)))
             av = a.vals if isinstance(a, LaneVal) else (a,) * 32
             bv = b.vals if isinstance(b, LaneVal) else (b,) * 32
             if any(isinstance(x, Unknown) for x in av + bv):
@@ -3263,6 +3292,10 @@ class Registry:
         # == self.release_at:` in every trip): (cta, term) -> the loop's bound text. Such a value
         # is taken to be one of the loop's indices when it splits configurations.
         self.index_terms: dict = {}
+        # Uniform values compared with a warp's index (`if warp == num_compute_warps:`): (cta,
+        # term) -> the warp indices compared. Such a value names one of those warps when it
+        # splits configurations (the block holds the role's warp: see the block-size search).
+        self.warp_terms: dict = {}
 
     def shared_condition(self, cta: int, key, line: int) -> int:
         """The number of a CTA-uniform condition value, the same for every warp and site that
@@ -5036,6 +5069,26 @@ def h_isinstance(it, args, kwargs, node):
     return isinstance(v, want)
 
 
+# Conversions a package pointer helper probes with `hasattr` before falling back to the plain
+# pointer (cuDNN frost's `_advance`: `x.subview(n)` if it has one, else `x + n`; `_bulk_copy_ptr`:
+# `x.llvm_ptr`, else `x.ir_value()`, else `x`). Every branch names the same address.
+POINTER_PROBES = frozenset({"subview", "llvm_ptr", "ir_value"})
+
+
+def h_hasattr(it, args, kwargs, node):
+    """`hasattr(x, "llvm_ptr")` on a buffer or pointer the model tracks: False, so the helper takes
+    its plain-pointer path (`x + n`, `x`), which the model follows and which names the same
+    address as the probed conversion. On a plain Python value the real answer; anything else is
+    the generic unknown call (unmodeled when it receives a barrier or buffer)."""
+    if len(args) == 2 and isinstance(args[1], str):
+        obj, attr = args
+        if isinstance(obj, PLAIN_VALUES):
+            return hasattr(obj, attr)
+        if attr in POINTER_PROBES and isinstance(obj, TENSOR_VALUES):
+            return False
+    return it.unknown_call("hasattr", args, kwargs, node)
+
+
 CALLS: dict = {
     "arch.thread_idx": h_thread_idx, "arch.lane_idx": h_lane_idx, "arch.warp_idx": h_warp_idx,
     "arch.make_warp_uniform": h_warp_uniform, "arch.block_idx_in_cluster": h_cta_rank,
@@ -5103,7 +5156,7 @@ CALLS: dict = {
     "pipeline.pipeline_init_arrive": h_init_arrive, "pipeline.pipeline_init_wait": h_init_wait,
     "SmemAllocator": h_allocator, "const_expr": h_const_expr, "print": h_printf,
     "functools.partial": h_partial, "cutlass_dsl.if_generate": h_if_generate, "if_generate": h_if_generate,
-    "isinstance": h_isinstance,
+    "isinstance": h_isinstance, "hasattr": h_hasattr,
     "pipeline.CooperativeGroup": P.h_cooperative_group, "pipeline.make_pipeline_state": P.h_make_state,
     "pipeline.PipelineState": P.h_pipeline_state, "arch.issue_clc_query": P.h_issue_clc_query, "arch.clc_response": P.h_clc_response, "cute.nvgpu.tcgen05.commit": P.h_tcgen05_commit,
 }
@@ -5145,6 +5198,21 @@ def _prim_access(it, ptr, write: bool, node, count=None):
     it.unmodeled(node, "primitives.store_ext" if write else "primitives.load_ext",
                  "the pointer could not be resolved to a shared- or global-memory buffer")
     return None if write else Unknown("loaded value")
+
+
+def h_prim_cp_async(it, args, kwargs, node):
+    """`cp_async_shared_global(dst, src, size, cache)`: one cp.async of 4-16 bytes per thread, the
+    same asynchronous write as `cute.copy` with a cp.async atom (retired by cp_async_wait_group).
+    Its elements are not tracked (a raw pointer plus an offset): the whole buffer, inexact (P16)."""
+    dst, src = _kw(args, kwargs, 0, "dst"), _kw(args, kwargs, 1, "src")
+    if not isinstance(dst, Smem) or dst.tmem:
+        it.unmodeled(node, "primitives.cp_async_shared_global",
+                     "the destination could not be resolved to a shared-memory buffer")
+        return None
+    if isinstance(src, (Smem, Gmem)):
+        it.access(src if isinstance(src, Gmem) else src.at(inexact=True), False, node)
+    it.emit(RawCpAsync(it.span(node), dst.at(inexact=True), it.mask))
+    return None
 
 
 def h_prim_store_ext(it, args, kwargs, node):
@@ -5242,6 +5310,8 @@ CALLS.update({
     "primitives.mbarrier_arrive_expect_tx": h_arrive_expect_tx,
     "primitives.mbarrier_try_wait_parity": h_try_wait, "primitives.mbarrier_test_wait_parity": h_try_wait,
     "primitives.cp_async_bulk_shared_cluster_global": h_prim_bulk_copy,
+    "primitives.cp_async_shared_global": h_prim_cp_async,
+    "primitives.cp_async_commit_group": h_cp_async_commit, "primitives.cp_async_wait_group": h_cp_async_wait,
     "primitives.fence_acq_rel": h_prim_fence_acq_rel,
     # fence.sc is acq_rel and more (a total order of SC fences); modeled as the weaker acq_rel
     # fence, which can only make the model reject more orders, never fewer.
@@ -5416,6 +5486,21 @@ def _has_leaf(term, tag: str) -> bool:
     if not isinstance(term, tuple) or len(term) < 3:
         return False
     return term[0] == tag or any(_has_leaf(sub, tag) for sub in term[3:])
+
+
+def _warp_constant_vs_uniform(a, b):
+    """(x, y) with the LaneVal operand replaced by its value when one side is a LaneVal equal in
+    every lane (a warp index) and the other a CTA-uniform unknown; else None."""
+    def warp_constant(v):
+        return isinstance(v, LaneVal) and _is_int(v.vals[0]) and all(x == v.vals[0] for x in v.vals)
+
+    def uniform(v):
+        return isinstance(v, Unknown) and not isinstance(v, LaneVal) and v.key is not None
+    if warp_constant(a) and uniform(b):
+        return a.vals[0], b
+    if uniform(a) and warp_constant(b):
+        return a, b.vals[0]
+    return None
 
 
 def _leaf(tag: str, name) -> tuple:

@@ -26,7 +26,7 @@ def to_text(results: list, errors: list, *, show_trace: bool = True, verbose: bo
     for fr in results:
         for kr in fr.kernels:
             for f in kr.findings:
-                out.append(f"{fr.path}:{f.span.line}:{f.span.column}: {f.code} {f.message}")
+                out.append(f"{f.path or fr.path}:{f.span.line}:{f.span.column}: {f.code} {f.message}")
                 if show_trace:
                     for r in f.related:
                         out.append(f"    {r.path}:{r.span.line}: {r.message}")
@@ -34,7 +34,8 @@ def to_text(results: list, errors: list, *, show_trace: bool = True, verbose: bo
                     mark = "verified" if fix.verified else "not verified"
                     out.append(f"    fix ({mark}): {fix.title}")
             for u in kr.unmodeled:
-                out.append(f"{fr.path}:{u.line}:1: {UNMODELED_CODE} unmodeled: {u.construct}: {u.why}")
+                # A construct in a sibling module of the package is reported where it is.
+                out.append(f"{u.path or fr.path}:{u.line}:1: {UNMODELED_CODE} unmodeled: {u.construct}: {u.why}")
             if kr.verdict == "inconclusive":
                 out.append(f"{fr.path}:{kr.line}:1: {INCONCLUSIVE_CODE} {kr.qualname}: inconclusive: {kr.reason}")
             if verbose or kr.verdict != "counterexample":
@@ -85,7 +86,7 @@ def to_sarif(results: list, errors: list, tools: dict) -> str:
             for f in kr.findings:
                 item = {
                     "ruleId": f.code, "level": "warning" if f.possible else "error", "message": {"text": f.message},
-                    "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri(fr.path)},
+                    "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri(f.path or fr.path)},
                                                         "region": region(f.span)}}],
                     "relatedLocations": [
                         {"id": i, "message": {"text": r.message},
@@ -103,7 +104,7 @@ def to_sarif(results: list, errors: list, tools: dict) -> str:
             for u in kr.unmodeled:
                 res.append({"ruleId": UNMODELED_CODE, "level": "note",
                             "message": {"text": f"unmodeled: {u.construct}: {u.why}"},
-                            "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri(fr.path)},
+                            "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri(u.path or fr.path)},
                                                                 "region": {"startLine": u.line}}}]})
             if kr.verdict == "inconclusive":
                 res.append({"ruleId": INCONCLUSIVE_CODE, "level": "warning",
