@@ -166,17 +166,19 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
             f.message = "possible " + f.message + " (found in a partial model: see the unmodeled constructs)"
     elif findings and any(f.data.get("inexact") for f in findings):
         # The race goes through accesses taken as the whole buffer because their element index
-        # did not fold: on the GPU they may touch different elements.
+        # did not fold, or because the buffer has more per-lane element sets than the model
+        # keeps apart (frontend.split_blocks): on the GPU they may touch different elements.
         verdict = "inconclusive"
         lines = sorted({n for f in findings for n in f.data.get("inexact", [])})
         where_ = ", ".join(f"line {n}" for n in lines[:5]) + (" …" if len(lines) > 5 else "")
-        reason = (f"a possible data race through accesses whose element index is not known ({where_}): each is "
-                  f"taken as the whole buffer (or the whole stage, for copies into different parts of one stage), "
-                  f"so the race may be between different elements; nothing is proven")
+        reason = (f"a possible data race through accesses whose element index is not known ({where_}), or whose "
+                  f"per-lane elements are more than the model keeps apart in one buffer: each is taken as the "
+                  f"whole buffer (or the whole stage, for copies into different parts of one stage), so the race "
+                  f"may be between different elements; nothing is proven")
         for f in findings:
             f.possible = True
-            f.message = ("possible " + f.message + f" (the element index at {where_} is not known: the accesses "
-                         f"may touch different elements)")
+            f.message = ("possible " + f.message + f" (the accesses at {where_} are not told apart by element: "
+                         f"they may touch different elements)")
     elif findings:
         verdict = "counterexample"
     elif suppressed:

@@ -124,6 +124,19 @@ nvvm.some_future_barrier(0)
     assert names == ["primitives.some_future_barrier", "primitives.tcgen05_wait"], m.unmodeled
 
 
+def test_register_only_primitives_and_grid_dependency_control_are_modeled():
+    # quack's warp reductions (`prims.redux_sync`) and its PDL wait / launch (`prims.griddepcontrol`).
+    src = source("""\
+nvvm.griddepcontrol(nvvm.GridDepAction.WAIT)
+v = nvvm.redux_sync(cutlass.Int32(1), nvvm.ReductionKind.ADD, 0xFFFFFFFF)
+w = nvvm.prmt(v, v, 0x3210)
+nvvm.griddepcontrol(nvvm.GridDepAction.LAUNCH_DEPENDENTS)
+""")
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    assert any("griddepcontrol" in a for a in m.assumptions), m.assumptions
+
+
 UNANNOTATED = """\
 import cutlass
 import cutlass.cute as cute

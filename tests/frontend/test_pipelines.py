@@ -78,6 +78,25 @@ def test_pipeline_tma_umma_releases_with_one_commit_per_warp():
     assert ("arrive", "pipe.full", 1, 64) in summary(ops[0])
 
 
+@pytest.mark.parametrize("cls", ["PipelineTmaUmma", "PipelineTmaAsync"])
+def test_multicast_signaling_counts_one_signal_per_consumer_warp(cls):
+    # `enable_multicast_signaling=True` replaces the consumer count with one signal per consumer
+    # warp per multicast partner: a warp group of consumers (`Agent.Warp`) in a 1-CTA cluster is
+    # one arrival, what the one elected commit / lane-0 signal gives (cutlass's LDMC x STMC
+    # all-reduce GEMM; counted as 32 the empty barrier never completes).
+    body = BODY.format(cls=cls, pagent="Thread", extra="\n    tx_count=64,\n    enable_multicast_signaling=True,")
+    body = body.replace("pipeline.CooperativeGroup(pipeline.Agent.Thread, 2)", "pipeline.CooperativeGroup(pipeline.Agent.Warp)")
+    m = build_models(kernel_source(body), "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    ops = {p.warp: p.variants[0] for p in m.processes}
+    assert ("init", "pipe.empty[0]", 1) in summary(ops[0])
+    assert summary(ops[1])[-1] == ("arrive", "pipe.empty[0]", 1, 0)
+    # Without the flag the library keeps the group's 32 threads.
+    plain = build_models(kernel_source(body.replace("enable_multicast_signaling=True", "defer_sync=False")),
+                         "k.py", Settings())[0]
+    assert ("init", "pipe.empty[0]", 32) in summary(plain.processes[0].variants[0])
+
+
 def test_pipeline_umma_async_commits_once_and_releases_per_thread():
     ops = lowered("PipelineUmmaAsync")
     assert ("arrive", "pipe.full", 1, 0) in summary(ops[0])

@@ -428,3 +428,19 @@ def test_a_helper_reading_the_clock_or_the_thread_index_is_not_uniform():
             cute.arch.sync_threads()
         """)
     assert shared_ids(m, 0) == [None, None, None]
+
+
+def test_a_package_object_argument_is_named_by_its_class_without_printing_its_syntax_tree():
+    # flash-attn passes `SeqlenInfo` records to its helpers: the record's term names the class by
+    # its qualified name. Printing the ClassRef (its whole class body) took minutes per kernel.
+    from cutespin.frontend import interp as I
+    from cutespin.frontend.values import ClassRef, Record
+
+    class Unprintable:
+        def __repr__(self):
+            raise AssertionError("the class's syntax tree was printed")
+
+    rec = Record(ClassRef("pkg.SeqlenInfo", Unprintable(), None), {"n": I.Unknown("n", key=I._leaf("arg", "n"))})
+    same = Record(ClassRef("pkg.SeqlenInfo", Unprintable(), None), {"n": I.Unknown("n", key=I._leaf("arg", "n"))})
+    other = Record(ClassRef("pkg.BlockInfo", Unprintable(), None), {"n": I.Unknown("n", key=I._leaf("arg", "n"))})
+    assert I._arg_term(rec) == I._arg_term(same) != I._arg_term(other)

@@ -45,6 +45,10 @@ class KernelEnv:
     # argument that does not fold: (argument, the block's term), so that the argument can be
     # solved from the block size the model takes and the constructor folded with it.
     block_argument: Optional[tuple] = None
+    # The launch's block as (x, y, z) when every extent folds; None when it is one-dimensional
+    # or does not fold (then `block_shape_unknown` says whether y or z may exceed 1).
+    block_dims: Optional[tuple] = None
+    block_shape_unknown: bool = False
 
 
 # Larger files are refused: libcst needs about 25 s and 0.5 GB per 500 KB of Python, far more than
@@ -546,7 +550,8 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
     launch = info.launches.get(site.qualname)
     host_env: dict = {}
     kernel_args: dict = {}
-    block_tie = block_argument = None
+    block_tie = block_argument = block_dims = None
+    block_shape_unknown = False
     threads = cluster = grid = None
     if launch is not None:
         host = launch.host
@@ -568,6 +573,7 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
         host_env = it.env
         kw = {a.keyword.value: a.value for a in launch.launch.args if a.keyword is not None}
         threads = _first_dim_product(_host_eval(it, kw["block"])) if "block" in kw else None
+        block_dims, block_shape_unknown = _block_shape(_host_eval(it, kw["block"])) if "block" in kw else (None, False)
         if threads is None and "block" in kw and self_obj is not None:
             block_tie = _block_tie(it, kw["block"], self_obj)
             block_argument = _block_argument(_host_eval(it, kw["block"]), pins)
@@ -607,6 +613,7 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
 
     if "block" in pins:
         threads = _first_dim_product(pins["block"])
+        block_dims, block_shape_unknown = _block_shape(pins["block"])
         assumptions.append(f"block = {threads} threads (pinned)")
     if "cluster" in pins:
         cluster = _first_dim_product(pins["cluster"])
@@ -641,7 +648,22 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
     if "block" in pins:
         block_tie = block_argument = None
     return KernelEnv(self_obj, params, threads, cluster, grid if isinstance(grid, int) else None,
-                     stages, pins.get("loop", settings.loop_bound), assumptions, block_tie, block_argument)
+                     stages, pins.get("loop", settings.loop_bound), assumptions, block_tie, block_argument,
+                     block_dims, block_shape_unknown)
+
+
+def _block_shape(block) -> tuple:
+    """(dims, unknown) of a launch's block: dims is (x, y, z) when y or z is not 1 and every extent
+    folds (`block=[threads_per_row, rows, 1]`); unknown says y or z may exceed 1 but does not fold.
+    A one-dimensional block gives (None, False): thread_idx()[0] is then the linear index."""
+    if not isinstance(block, (tuple, list)) or len(block) < 2:
+        return None, False
+    dims = (tuple(block) + (1, 1))[:3]
+    if all(I._is_int(r) and r == 1 for r in dims[1:]):
+        return None, False
+    if all(I._is_int(r) and not isinstance(r, bool) and r >= 1 for r in dims):
+        return tuple(int(r) for r in dims), False
+    return None, True
 
 
 def _host_leaves(term) -> set:
@@ -1031,11 +1053,17 @@ def split_blocks(procs) -> None:
     keep = {k: sorted(v) + [I.ELEMENT_BLOCK_REST] for k, v in blocks.items()
             if k[0] not in other and len(v) <= I.MAX_ELEMENT_BLOCKS}
     atoms: dict = {}  # (alloc, cta, stage) -> {block: [atoms]}
+    # Buffers whose per-lane accesses named blocks or elements the model then merges (too many
+    # blocks, or too many atoms): two such accesses share a region though on the GPU they may
+    # touch different elements, so a race between them is not proven (P16).
+    coarse = {k for k in blocks if k[0] not in other and k not in keep}
     for k in keep:
         if named.get(k):
             per = {b: _block_atoms(sets) for b, sets in named[k].items()}
             if sum(len(a) for a in per.values()) <= I.MAX_ELEMENT_BLOCKS:
                 atoms[k] = per
+            elif any(len(a) > 1 for a in per.values()):
+                coarse.add(k)
 
     def parts(k, b, elems=None) -> list:
         """The (block, atom) pieces of block b of buffer k that an access naming elems touches."""
@@ -1048,6 +1076,8 @@ def split_blocks(procs) -> None:
         if t is None:
             return [op]
         k = (t.alloc, t.cta, t.stage)
+        if t.block is not None and k in coarse and isinstance(op, I.RawAccess):
+            op = replace(op, exact=False)
         if t.block is not None and k not in keep:
             return [_retarget(op, t.at(block=None, elems=None))]  # the whole buffer after all
         if t.block is not None:
@@ -1595,7 +1625,8 @@ def _warps_reaching_every_branch(info: ModuleInfo, site: KernelSite, env: Kernel
     threads = 32 * BLOCK_SEARCH_WARPS
     bound = env.loop_bound or DEFAULT_LOOP_BOUND
     for w in range(BLOCK_SEARCH_WARPS):
-        ctx = I.WarpContext(0, w, 1, 1, threads, {}, bound, {})
+        ctx = I.WarpContext(0, w, 1, 1, threads, {}, bound, {}, block_dims=env.block_dims,
+                            block_shape_unknown=env.block_shape_unknown)
         self_copy = SelfObj(dict(env.self_obj.attrs)) if env.self_obj is not None else None
         it = I.KernelInterp(info, ctx, self_copy, methods, dict(env.params), scratch)
         try:
@@ -1853,7 +1884,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         for cta in range(ctas_now):
             for w in range(warps):
                 ctx = I.WarpContext(cta, w, cluster, ctas_now, threads, trips, bound, discovered,
-                                    dict(conds or {}), splits)
+                                    dict(conds or {}), splits, env.block_dims, env.block_shape_unknown)
                 self_copy = SelfObj(dict(env.self_obj.attrs)) if env.self_obj is not None else None
                 it = I.KernelInterp(info, ctx, self_copy, methods, dict(env.params), registry)
                 try:

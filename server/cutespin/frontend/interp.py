@@ -428,8 +428,9 @@ def _arg_term(v):
         terms = [(k, _arg_term(a)) for k, a in sorted(v.attrs.items())]
         if any(t is None for _, t in terms):
             return None
-        return _leaf("record", hashlib.sha1(repr((getattr(v.cls, "qualname", repr(v.cls)), terms)).encode())
-                     .hexdigest()[:16])
+        # The class by name: a ClassRef's repr would print its whole syntax tree.
+        cls = getattr(v.cls, "qualname", None) or type(v.cls).__name__
+        return _leaf("record", hashlib.sha1(repr((cls, terms)).encode()).hexdigest()[:16])
     return _term(v)
 
 
@@ -552,6 +553,8 @@ class WarpContext:
     # Uniform conditions whose sides advance a pipeline state differently, found on the way:
     # (cta, uniform term) -> (line, condition text); shared across runs (see build_kernel).
     splits: Optional[dict] = None
+    block_dims: Optional[tuple] = None  # KernelEnv.block_dims
+    block_shape_unknown: bool = False  # KernelEnv.block_shape_unknown
 
 
 # Library constants that arrival counts are computed from.
@@ -2773,6 +2776,12 @@ class KernelInterp:
                 return buf.at(stages=shape[-1])
             if len(shape) >= 3 and _is_int(shape[-2]) and shape[-2] in counts and shape[-1] not in counts:
                 return buf.at(inner_stages=shape[-2])
+            if isinstance(layout, Layout) and buf.field:
+                # `storage.scan.get_tensor(make_layout((n + 1, 2)))`: the element type is the
+                # field's, the coordinates still name distinct elements of a compact layout. (A
+                # field of a struct *view* is the whole allocation at an unknown offset: not here.)
+                return buf.at(flat=len(shape) == 1 and layout.compact,
+                              coord_rank=len(shape) if len(shape) >= 2 and layout.compact else 0)
         return buf
 
     def read_registers(self, v, node):
@@ -3362,8 +3371,24 @@ def _scope_arg(v, default="cta"):
 
 
 def h_thread_idx(it: KernelInterp, args, kwargs, node):
+    """(x, y, z) of each lane. Warps are cut from the linear index x + Dx * (y + Dy * z), so in a
+    block of several rows (`block=[16, rows, 1]`) one warp holds lanes of two rows."""
     it.identity_reads += 1
-    return (LaneVal(tuple(32 * it.ctx.warp + i for i in range(32))), 0, 0)
+    linear = [32 * it.ctx.warp + i for i in range(32)]
+    dims = it.ctx.block_dims
+    if dims is not None:
+        dx, dy, _ = dims
+        return (LaneVal(tuple(t % dx for t in linear)), LaneVal(tuple(t // dx % dy for t in linear)),
+                LaneVal(tuple(t // (dx * dy) for t in linear)))
+    if it.ctx.block_shape_unknown:
+        it.registry.assume(BLOCK_SHAPE_UNKNOWN)
+        return tuple(Unknown(f"thread_idx()[{i}] of a block whose shape does not fold") for i in range(3))
+    return (LaneVal(tuple(linear)), 0, 0)
+
+
+BLOCK_SHAPE_UNKNOWN = ("the launch's block has a y or z extent that does not fold: each thread's x, y and z "
+                       "index are taken as unknown per-thread values (pin the block with `# cutespin: "
+                       "block=(X, Y, Z)`)")
 
 
 def h_lane_idx(it, args, kwargs, node):
@@ -3408,6 +3433,10 @@ def h_launch_dims(it, args, kwargs, node):
 
 
 def h_block_dim(it, args, kwargs, node):
+    if it.ctx.block_dims is not None:
+        return it.ctx.block_dims
+    if it.ctx.block_shape_unknown:
+        return tuple(Unknown(f"block_dim()[{i}]", key=_leaf("launch", f"block_dim.{i}")) for i in range(3))
     return (it.ctx.threads, 1, 1)
 
 
@@ -5274,8 +5303,12 @@ def h_prim_tmem_alloc(it, args, kwargs, node):
     return None
 
 
+# Register-only operations (warp exchanges and reductions, packing and conversions): no memory,
+# no barrier, like the DSL's own shuffles and warp reductions (BUILTIN_PURE).
 PRIMITIVES_PURE = {"shfl_sync", "make_tmem_ptr", "make_tmem_ptr_from_warp_row_col", "setmaxregister",
-                   "prefetch_tensormap", "vote_sync"}
+                   "prefetch_tensormap", "vote_sync", "redux_sync", "prmt", "mov_b32", "cvt_packfloat",
+                   "cvt_packfloat_f32", "add_packed_f32x2", "sub_packed_f32x2", "mul_packed_f32x2",
+                   "fma_packed_f32x2", "popc", "bfind", "vote_ballot_sync", "vote_all_sync", "vote_any_sync"}
 
 
 def h_elect_sync(it, args, kwargs, node):
@@ -5312,7 +5345,7 @@ CALLS.update({
     "primitives.cp_async_bulk_shared_cluster_global": h_prim_bulk_copy,
     "primitives.cp_async_shared_global": h_prim_cp_async,
     "primitives.cp_async_commit_group": h_cp_async_commit, "primitives.cp_async_wait_group": h_cp_async_wait,
-    "primitives.fence_acq_rel": h_prim_fence_acq_rel,
+    "primitives.fence_acq_rel": h_prim_fence_acq_rel, "primitives.griddepcontrol": h_griddepcontrol,
     # fence.sc is acq_rel and more (a total order of SC fences); modeled as the weaker acq_rel
     # fence, which can only make the model reject more orders, never fewer.
     "primitives.fence_sc_cluster": _h_fence_acq_rel("cluster"),

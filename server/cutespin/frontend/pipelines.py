@@ -376,9 +376,11 @@ def create(it, cls: str, args, kwargs, node):
         if got is None:
             return Unknown("pipeline")
         layout, coord, mode = got
-        if (cls == "PipelineTmaAsync" and layout is not None and kwargs.get("enable_multicast_signaling") is True
-                and isinstance(cons.count, int)):
-            cons = Group(_mcast_size(layout, mode) * (cons.count // 32))
+    if (cls in ("PipelineTmaAsync", "PipelineTmaUmma") and kwargs.get("enable_multicast_signaling") is True
+            and isinstance(cons.count, int) and cons.count % 32 == 0):
+        # The library recounts the consumers: one signal per consumer warp per multicast partner
+        # (a 1-CTA cluster, or no `cta_layout_vmnk`, has one partner: itself).
+        cons = Group((_mcast_size(layout, mode) if layout is not None else 1) * (cons.count // 32))
     storage = kwargs.get("barrier_storage")
     line = it.span(node).line
     if storage is None:
