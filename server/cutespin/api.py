@@ -164,6 +164,21 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
         for f in findings:
             f.possible = True
             f.message = "possible " + f.message + " (found in a partial model: see the unmodeled constructs)"
+    elif findings and all(f.kind == "deadlock" and f.data.get("derived_count") for f in findings):
+        # The barrier's thread count did not fold; it was taken to be the threads of every warp
+        # that uses it, but some use it only under a runtime condition, and in this run they did
+        # not: the count waited for may be one the kernel never asks for.
+        verdict = "inconclusive"
+        lines = sorted({n for f in findings for n in f.data["derived_count"]})
+        where_ = ", ".join(f"line {n}" for n in lines)
+        reason = (f"a possible deadlock at a named barrier whose thread count does not fold ({where_}): it was "
+                  f"taken to be the threads of every warp that uses it, and some use it only under a runtime "
+                  f"condition, so in this run the barrier may wait for more threads than the kernel asks for; "
+                  f"pin the count (`# cutespin: NAME=VALUE` for the value it is computed from) to decide")
+        for f in findings:
+            f.possible = True
+            f.message = ("possible " + f.message + f" (the thread count of the barrier at {where_} was derived "
+                         f"from warps that use it only under a runtime condition)")
     elif findings and any(f.data.get("inexact") for f in findings):
         # The race goes through accesses taken as the whole buffer because their element index
         # did not fold, or because the buffer has more per-lane element sets than the model

@@ -212,6 +212,13 @@ def _inexact_lines(k: ir.KernelModel, region: Optional[int]) -> list:
     return sorted(lines)
 
 
+def _derived_count_lines(k: ir.KernelModel) -> set:
+    """Lines of named barriers whose thread count was derived from users some of which sit
+    under a runtime choice (ir.NamedBarrier.count_from_choice)."""
+    return {op.span.line for p in k.processes for ops in p.variants for op in ir.walk(ops)
+            if isinstance(op, ir.NamedBarrier) and op.count_from_choice}
+
+
 def _region_indices(op) -> set:
     """The regions an op touches (a TMA load into a whole staged buffer writes every stage)."""
     regions = op.regions() if isinstance(op, ir.TmaLoad) else [op.region] if op.region is not None else []
@@ -348,6 +355,9 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
         data = {"barrier": info.barrier, "op": info.op,
                 "pending": _int(final.get(f"mb_p[{info.barrier}]")) if info.barrier is not None else None,
                 "blocked": [{"line": i.span.line, "op": i.op, "barrier": i.barrier} for _, i in blocked]}
+        derived = sorted({i.span.line for _, i in blocked} & _derived_count_lines(k))
+        if derived:  # the count waited for may be more than this run's users (NamedBarrier.count_from_choice)
+            data["derived_count"] = derived
         return [Finding("deadlock", msg, info.span, path, rel, steps=steps, data=data)]
     return []
 

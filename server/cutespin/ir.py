@@ -293,6 +293,10 @@ class NamedBarrier(Op):
     arriving: int  # threads this warp contributes
     wait: bool
     lanes: int
+    # The count did not fold and was derived from the warps that use the barrier, some of them
+    # under a runtime choice: in a run where a choice leaves a user out, the derived count is too
+    # high, so a deadlock at this barrier is not proven (findings `derived_count`).
+    count_from_choice: bool = False
 
 
 @dataclass
@@ -380,6 +384,15 @@ OpT = Union[
     CpAsyncCopy, CpAsyncCommit, CpAsyncWait, AsyncRead, AsyncReadCommit, AsyncReadWait, Access, Fence, NamedBarrier, SyncWarp, ClusterArrive, ClusterWait, FlagUpdate, FlagWait,
     Choice, GuardedBlock,
 ]
+
+def walk_choices(ops, under: bool = False):
+    """(op, whether it lies inside an alternative of a runtime choice), as `walk`."""
+    for op in ops:
+        yield op, under
+        if isinstance(op, Choice):
+            for alt in op.alternatives:
+                yield from walk_choices(alt, True)
+
 
 def walk(ops):
     """Every op of a list, descending into the alternatives of runtime choices, in order."""

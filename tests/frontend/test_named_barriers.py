@@ -99,3 +99,38 @@ def test_an_unknown_count_plus_a_constant_is_the_derived_count_plus_it(require_s
     assert named(m)[:3] == [(1, 64), (1, 96), (1, 96)]
     fr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False)
     assert fr.kernels[0].verdict == "verified", [f.message for f in fr.kernels[0].findings]
+
+
+CHOSEN_USER = """\
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+tidx, _, _ = cute.arch.thread_idx()
+v = mA[tidx]
+if warp_idx == 0:
+    cute.arch.barrier(barrier_id=1, number_of_threads=self.num_threads)
+else:
+    if v > 0:
+        cute.arch.barrier(barrier_id=1, number_of_threads=self.num_threads)
+"""
+
+
+def test_a_deadlock_at_a_count_derived_from_a_user_under_a_runtime_choice_is_possible(require_spin):
+    # `self.num_threads` does not fold, so the count is taken to be both warps' threads; warp 1
+    # uses the barrier only when its data says so. In a run where it does not, warp 0 waits for 64
+    # threads, a count the kernel may never ask for (cutlass's LDMC x STMC GEMM, whose comm warps
+    # are `warp_idx >= comm_warp_id[0]` with the bound unfolded): possible, not proven.
+    src = kernel_source(CHOSEN_USER)
+    (k,) = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels
+    assert k.verdict == "inconclusive", (k.verdict, k.reason)
+    assert "thread count does not fold" in k.reason
+    (f,) = k.findings
+    assert f.code == "CS101" and f.possible
+
+
+def test_a_deadlock_at_a_derived_count_whose_users_always_arrive_stays_a_counterexample(require_spin):
+    # Warp 1 always syncs, then waits on a barrier nobody arrives on: a real deadlock, unrelated.
+    src = kernel_source(CHOSEN_USER.replace("    if v > 0:\n        cute.arch.barrier(barrier_id=1, number_of_threads=self.num_threads)",
+                                            "    cute.arch.barrier(barrier_id=1, number_of_threads=self.num_threads)\n"
+                                            "    cute.arch.barrier(barrier_id=2, number_of_threads=64)"))
+    (k,) = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels
+    assert k.verdict == "counterexample", (k.verdict, k.reason)
+    assert [f.code for f in k.findings] == ["CS101"] and not k.findings[0].possible

@@ -1163,11 +1163,14 @@ def derive_named_barrier_threads(processes: list) -> None:
     warp arrives twice) is the value derived where the unknown alone is the count, plus the
     constant."""
     users: dict = {}  # (cta, config, barrier id) -> warps
+    chosen: set = set()  # (cta, config, barrier id) used by some warp under a runtime choice
     for p in processes:
         for c, ops in enumerate(p.variants):
-            for op in ir.walk(ops):
+            for op, under in ir.walk_choices(ops):
                 if isinstance(op, ir.NamedBarrier):
                     users.setdefault((p.cta, c, op.barrier_id), set()).add(p.warp)
+                    if under:
+                        chosen.add((p.cta, c, op.barrier_id))
     plain: dict = {}  # (cta, config, term) -> threads derived where the term alone is the count
     for p in processes:
         for c, ops in enumerate(p.variants):
@@ -1184,6 +1187,7 @@ def derive_named_barrier_threads(processes: list) -> None:
                 base = plain.get((p.cta, c, d.term)) if d.offset else None
                 op.threads = base + d.offset if base is not None and base + d.offset > 0 else \
                     32 * len(users[(p.cta, c, op.barrier_id)])
+                op.count_from_choice = (p.cta, c, op.barrier_id) in chosen
 
 
 def lane_partition(masks: set, elected: set) -> list:
