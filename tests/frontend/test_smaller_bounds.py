@@ -123,3 +123,43 @@ def test_a_model_over_the_size_limit_is_checked_at_a_smaller_bound(monkeypatch, 
     assert any("cut short (model too large" in a and "at most 1 trips" in a for a in kr.assumptions)
     chosen = api.check_source(text, str(path), Settings(loop_bound=3), with_fixes=False).kernels[0]
     assert chosen.verdict == "inconclusive" and chosen.reason.startswith("model too large")
+
+
+FLAG_KERNEL = """\
+flag = mFlag.iterator
+bidx, _, _ = cute.arch.block_idx()
+for i in cutlass.range_constexpr(20):
+    mA[i] = mA[i + 1]
+if bidx == 0:
+    cute.arch.atomic_add(flag, 1, sem="release", scope="gpu")
+else:
+    while cute.arch.load(flag, cutlass.Int32, sem="acquire", scope="gpu") < 1:
+        pass
+"""
+
+
+def test_the_budget_running_out_when_a_flag_protocol_adds_ctas_is_unmodeled_not_a_crash(monkeypatch):
+    # The first run models one CTA; a GMEM flag protocol makes it run again with two, and the
+    # budget can run out there (cutlass's fmha.py in the twelfth session's corpus run): that is
+    # the kernel body unmodeled, never an exception out of the front end.
+    from cutespin.frontend import build_models, interp
+    from cutespin.frontend.interp import Registry
+    from tests.kernels import kernel_source
+
+    src = kernel_source(FLAG_KERNEL, grid="(2, 1, 1)").replace("def kernel(self, mA: cute.Tensor):",
+                                             "def kernel(self, mA: cute.Tensor, mFlag: cute.Tensor):")
+    seen = []
+    real_init = Registry.__init__
+
+    def init(self, *a, **kw):
+        real_init(self, *a, **kw)
+        seen.append(self)
+
+    monkeypatch.setattr(Registry, "__init__", init)
+    (k,) = build_models(src, "k.py", Settings())
+    assert k.ctas == 2 and not k.unmodeled
+    # The 1-CTA runs (the first, and its re-run once the kernel's GMEM writes are known) take
+    # half of the steps, the 2-CTA run the other half: a budget of three quarters runs out there.
+    monkeypatch.setattr(interp, "MAX_KERNEL_STEPS", max(r.steps for r in seen) * 3 // 4)
+    (k,) = build_models(src, "k.py", Settings())
+    assert any("interpretation steps" in u.why for u in k.unmodeled), k.unmodeled

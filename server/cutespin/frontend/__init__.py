@@ -1932,7 +1932,10 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         want = min(max(want, cluster), settings.max_ctas)
         if want != ctas:
             ctas = want
-            first = run_all({}, discovered, ctas)
+            try:
+                first = run_all({}, discovered, ctas)
+            except I.Unsupported:  # the interpretation budget, now over more CTAs
+                return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
         registry.assume("CTAs that spin on a GMEM flag written by another CTA are co-resident")
         registry.assume(f"{ctas} CTAs modeled for the GMEM flag protocol")
     multiples = {s: m for s, m in registry.multiples.items() if s in discovered}
