@@ -161,9 +161,7 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
         verdict = "inconclusive"
         reason = ("unmodeled constructs: " + "; ".join(f"{u.construct} ({where(u)})" for u in k.unmodeled)
                   + f"; the partial model has a possible {findings[0].kind}, which those constructs may prevent")
-        for f in findings:
-            f.possible = True
-            f.message = "possible " + f.message + " (found in a partial model: see the unmodeled constructs)"
+        _mark_possible(findings, "found in a partial model: see the unmodeled constructs")
     elif findings and all(f.kind == "deadlock" and f.data.get("derived_count") for f in findings):
         # The barrier's thread count did not fold; it was taken to be the threads of every warp
         # that uses it, but some use it only under a runtime condition, and in this run they did
@@ -175,10 +173,8 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
                   f"taken to be the threads of every warp that uses it, and some use it only under a runtime "
                   f"condition, so in this run the barrier may wait for more threads than the kernel asks for; "
                   f"pin the count (`# cutespin: NAME=VALUE` for the value it is computed from) to decide")
-        for f in findings:
-            f.possible = True
-            f.message = ("possible " + f.message + f" (the thread count of the barrier at {where_} was derived "
-                         f"from warps that use it only under a runtime condition)")
+        _mark_possible(findings, f"the thread count of the barrier at {where_} was derived from warps that use "
+                                 f"it only under a runtime condition")
     elif findings and any(f.data.get("inexact") for f in findings):
         # The race goes through accesses taken as the whole buffer because their element index
         # did not fold, or because the buffer has more per-lane element sets than the model
@@ -190,10 +186,8 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
                   f"per-lane elements are more than the model keeps apart in one buffer: each is taken as the "
                   f"whole buffer (or the whole stage, for copies into different parts of one stage), so the race "
                   f"may be between different elements; nothing is proven")
-        for f in findings:
-            f.possible = True
-            f.message = ("possible " + f.message + f" (the accesses at {where_} are not told apart by element: "
-                         f"they may touch different elements)")
+        _mark_possible(findings, f"the accesses at {where_} are not told apart by element: they may touch "
+                                 f"different elements")
     elif findings:
         verdict = "counterexample"
     elif suppressed:
@@ -214,6 +208,13 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
     return KernelResult(k.path, k.name, k.qualname, k.line, verdict, reason, bounds, assumptions, findings,
                         list(k.unmodeled), stats, k, pm, run, suppressed, timings,
                         cut_short if verdict == "inconclusive" else None)
+
+
+def _mark_possible(findings: list, why: str) -> None:
+    """Findings of a model that may not match the kernel: warnings that say why, not proofs."""
+    for f in findings:
+        f.possible = True
+        f.message = f"possible {f.message} ({why})"
 
 
 def where(u: ir.Unmodeled) -> str:

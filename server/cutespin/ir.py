@@ -385,6 +385,7 @@ OpT = Union[
     Choice, GuardedBlock,
 ]
 
+
 def walk_choices(ops, under: bool = False):
     """(op, whether it lies inside an alternative of a runtime choice), as `walk`."""
     for op in ops:

@@ -7,6 +7,8 @@ atoms of elements, per buffer; past that it merges them into one region. A race 
 may be between elements that differ on the GPU, so it is a possible race (inconclusive), never a
 counterexample (P16).
 """
+import pytest
+
 from cutespin import api
 from cutespin.config import Settings
 
@@ -47,6 +49,8 @@ def test_a_row_of_the_other_warp_read_without_a_barrier_is_a_counterexample(requ
     assert [f.code for f in k.findings] == ["CS201"] and not k.findings[0].possible
 
 
+# Each warp writes its own elements, then reads one of them back, with no barrier: on the GPU
+# the warps never meet. SIZE and STEPS set how many element sets the accesses name.
 MANY_ATOMS = """\
 smem = cutlass.utils.SmemAllocator()
 buf = smem.allocate_tensor(cutlass.Float32, cute.make_layout((SIZE, 2)))
@@ -55,23 +59,6 @@ for s in cutlass.range_constexpr(STEPS):
     buf[tidx * STEPS + s, 0] = 1.0
 mA[tidx] = buf[tidx * STEPS, 0]
 """
-
-
-def test_disjoint_writes_within_the_atom_limit_are_verified(require_spin):
-    # 2 warps x 4 steps = 8 element sets, one atom each.
-    k = check(MANY_ATOMS.replace("SIZE", "256").replace("STEPS", "4"))
-    assert k.verdict == "verified", (k.verdict, k.reason)
-
-
-def test_disjoint_writes_past_the_atom_limit_are_a_possible_race_not_a_counterexample(require_spin):
-    # 2 warps x 10 steps = 20 element sets: merged into one region, where one warp's read meets
-    # the other's writes; on the GPU they never do.
-    k = check(MANY_ATOMS.replace("SIZE", "640").replace("STEPS", "10"))
-    assert k.verdict == "inconclusive", (k.verdict, k.reason)
-    assert "more than the model keeps apart" in k.reason
-    assert k.findings and all(f.code == "CS201" and f.possible for f in k.findings)
-
-
 MANY_BLOCKS = """\
 smem = cutlass.utils.SmemAllocator()
 buf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(SIZE))
@@ -82,13 +69,23 @@ mA[tidx] = buf[tidx]
 """
 
 
-def test_disjoint_blocks_within_the_block_limit_are_verified(require_spin):
-    k = check(MANY_BLOCKS.replace("SIZE", "512").replace("STEPS", "8"))
+@pytest.mark.parametrize("body, size, steps", [
+    (MANY_ATOMS, 256, 4),  # 2 warps x 4 steps = 8 element sets of one block, one atom each
+    (MANY_BLOCKS, 512, 8),  # 16 blocks of 32 elements
+])
+def test_disjoint_elements_within_the_limits_are_verified(require_spin, body, size, steps):
+    k = check(body.replace("SIZE", str(size)).replace("STEPS", str(steps)))
     assert k.verdict == "verified", (k.verdict, k.reason)
 
 
-def test_disjoint_blocks_past_the_block_limit_are_a_possible_race_not_a_counterexample(require_spin):
-    # 20 blocks of 32 elements: the buffer goes back to one region.
-    k = check(MANY_BLOCKS.replace("SIZE", "640").replace("STEPS", "10"))
+@pytest.mark.parametrize("body, size, steps", [
+    (MANY_ATOMS, 640, 10),  # 20 element sets of one block: its atoms merge into one region
+    (MANY_BLOCKS, 640, 10),  # 20 blocks: the buffer goes back to one region
+])
+def test_disjoint_elements_past_the_limits_are_a_possible_race_not_a_counterexample(require_spin, body, size,
+                                                                                    steps):
+    # In the merged region one warp's read meets the other's writes.
+    k = check(body.replace("SIZE", str(size)).replace("STEPS", str(steps)))
     assert k.verdict == "inconclusive", (k.verdict, k.reason)
+    assert "more than the model keeps apart" in k.reason
     assert k.findings and all(f.code == "CS201" and f.possible for f in k.findings)

@@ -1062,7 +1062,7 @@ def split_blocks(procs) -> None:
             per = {b: _block_atoms(sets) for b, sets in named[k].items()}
             if sum(len(a) for a in per.values()) <= I.MAX_ELEMENT_BLOCKS:
                 atoms[k] = per
-            elif any(len(a) > 1 for a in per.values()):
+            else:  # more atoms than blocks: some block's atoms merge
                 coarse.add(k)
 
     def parts(k, b, elems=None) -> list:
