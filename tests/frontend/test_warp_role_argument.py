@@ -84,7 +84,6 @@ def test_compute_warps_reading_before_the_wait_still_race(require_spin):
     assert (r.findings[0].code, r.findings[0].span.line) == ("CS201", line_of(src, "red[warp] = red[31]"))
 
 
-
 ORDERED = """\
 import cutlass
 import cutlass.cute as cute
@@ -98,6 +97,11 @@ def roles(mA: cute.Tensor, first: cutlass.Constexpr):
         cute.arch.sync_threads()
     if warp < first:
         cute.arch.sync_threads()
+
+
+@cute.jit
+def host(mA: cute.Tensor):
+    roles(mA, mA.shape[0]).launch(grid=(1, 1, 1), block=(128, 1, 1))
 """
 
 
@@ -105,7 +109,5 @@ def test_an_ordered_comparison_with_the_warp_index_is_one_value_for_every_warp(r
     # Each warp compares its own index with `first`: a different term per warp, but one value of
     # `first` for all of them, so every warp goes through exactly one of the two barriers (as
     # separate choices a warp could take both or neither: a false deadlock).
-    src = ORDERED + "\n\n@cute.jit\ndef host(mA: cute.Tensor):\n    roles(mA, 2).launch(grid=(1, 1, 1), block=(128, 1, 1))\n"
-    src = src.replace("roles(mA, 2)", "roles(mA, mA.shape[0])")
-    (k,) = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels
+    (k,) = api.check_source(ORDERED, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels
     assert k.verdict == "verified", (k.verdict, k.reason, [f.message for f in k.findings])
