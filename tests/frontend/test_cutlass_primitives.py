@@ -116,12 +116,12 @@ def test_unknown_primitives_are_unmodeled_and_pure_ones_are_not():
     src = source("""\
 lane = cute.arch.lane_idx()
 v = nvvm.shfl_sync(0xFFFFFFFF, cutlass.Float32(1.0), 1, 0x1F, nvvm.Shfl.BFLY)
-nvvm.tcgen05_wait(nvvm.Tcgen05Wait.STORE)
+nvvm.tensormap_replace(nvvm.TensormapField.GLOBAL_ADDRESS, mA.iterator, new_value=0)
 nvvm.some_future_barrier(0)
 """)
     m = build_models(src, "k.py", Settings())[0]
     names = sorted(u.construct for u in m.unmodeled)
-    assert names == ["primitives.some_future_barrier", "primitives.tcgen05_wait"], m.unmodeled
+    assert names == ["primitives.some_future_barrier", "primitives.tensormap_replace"], m.unmodeled
 
 
 def test_register_only_primitives_and_grid_dependency_control_are_modeled():
@@ -188,10 +188,10 @@ if warp == 0:
     while not nvvm.mbarrier_try_wait_parity(mbar.iterator, 0):
         pass
 nvvm.bar_warp_sync(0xFFFFFFFF)
-nvvm.tcgen05_fence()
+nvvm.some_future_fence()
 """, threads=64).replace("import cutlass\n", "import cutlass\nfrom cutlass.experimental import primitives as nvvm\n", 1)
     m = build_models(src, "k.py", Settings())[0]
-    assert [(u.construct, u.line) for u in m.unmodeled] == [("primitives.tcgen05_fence", line_of(src, "tcgen05_fence"))]
+    assert [(u.construct, u.line) for u in m.unmodeled] == [("primitives.some_future_fence", line_of(src, "some_future_fence"))]
     names = {type(op).__name__ for p in m.processes for op in p.variants[-1]}
     assert {"MbInit", "MbArrive", "MbWait", "NamedBarrier", "SyncWarp"} <= names
     arrive = next(op for p in m.processes for op in p.variants[-1] if type(op).__name__ == "MbArrive")

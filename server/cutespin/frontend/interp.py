@@ -26,7 +26,7 @@ from .project import LIBRARY_PIPELINE_PREFIXES, ClassAttr, LibraryName, ModuleCo
 from .values import _flatten as _flat
 from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, ClassRef, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LambdaRef,
-    LaneVal, Layout, LibraryCreate, ModuleRef, NamedBarrierObj, PartialRef, PartialText, Record, Rmem, SelfObj, Smem, Storage,
+    LaneVal, Layout, LibraryCreate, ModuleGlobals, ModuleRef, NamedBarrierObj, PartialRef, PartialText, Record, Rmem, SelfObj, Smem, Storage,
     SuperRef, TensorMapManagerObj, TmaAtom, TmaInfo, TmemAllocatorObj, CtaGroupOp, TryWaitResult, Unknown, UnresolvedSyncObject, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET,
     TEXT_HOLE,
 )
@@ -1830,6 +1830,17 @@ class KernelInterp:
             self.const_memo[key] = value
         return self.const_memo[key]
 
+    def template_parameter(self, module, name: str, default, node):
+        """`globals().get(name, default)`: a name the module does not bind itself is injected by
+        whatever renders the module; the checked kernel is the default rendering (stated)."""
+        if name in module.constants:
+            return Unknown(f"module global {name}")
+        call = node.args[1].value if isinstance(node, cst.Call) and len(node.args) > 1 else None
+        shown = self.code(call) if call is not None else "None"
+        self.registry.assume(f"template parameter `{name}` (read with `globals().get`, set when the module is "
+                             f"rendered) is taken at its default `{shown[:60]}`")
+        return default
+
     def in_module(self, module, thunk, call_node=None):
         """Run `thunk` with `module` as the current module (spans, imports and constants come from
         it); entering a sibling module from the analyzed file anchors its spans at `call_node`.
@@ -2084,8 +2095,12 @@ class KernelInterp:
             return Gmem(a.name, op(a.offset, b), a.is_ptr)
         if isinstance(a, Smem) and isinstance(b, Unknown) and isinstance(b.coord, tuple) and op is operator.add:
             return _coord_view(a, b.coord)
-        if isinstance(a, Smem) and isinstance(b, (LaneVal, Unknown)):
-            return a.at(flat=False, coord_rank=0)  # a per-lane or runtime offset inside the buffer: elements unknown
+        if isinstance(a, Smem) and isinstance(b, LaneVal):
+            return a.at(flat=False, coord_rank=0)  # a per-lane offset inside the buffer: elements unknown
+        if isinstance(a, Smem) and isinstance(b, Unknown):
+            # A runtime offset: somewhere in the buffer, so what it names is not one known
+            # element or barrier (P16; `bar_of` refuses it).
+            return a.at(flat=False, coord_rank=0, inexact=True)
         if isinstance(a, Gmem) and isinstance(b, (LaneVal, Unknown)):
             return a
         if isinstance(a, LaneVal) or isinstance(b, LaneVal):
@@ -2464,6 +2479,8 @@ class KernelInterp:
                 return self.inline(ref, args, kwargs, node)
         if isinstance(base, SuperRef):
             return self.call_super(base, meth, args, kwargs, node)
+        if isinstance(base, ModuleGlobals) and meth == "get" and args and isinstance(args[0], str):
+            return self.template_parameter(base.module, args[0], args[1] if len(args) > 1 else None, node)
         if isinstance(base, Record) and base.cls is not None:
             if base.cls.library_base is not None and meth in SYNC_METHOD_NAMES | BARRIER_METHOD_NAMES:
                 # A package class deriving a library class, built by its own `__init__`: the
@@ -2506,6 +2523,8 @@ class KernelInterp:
             if _view_name(meth) or meth in ("iterator", "data_ptr"):
                 return base
             return Unknown(f"{meth} of a register tensor")
+        if isinstance(base, Smem) and meth in ("subview", "advance_start_address") and len(args) == 1:
+            return self.binop(operator.add, base, args[0])  # a pointer to element i (frost's rings)
         if isinstance(base, Smem):
             if meth in ("data_ptr", "iterator", "align", "toint", "get_tensor"):
                 if meth == "get_tensor" and args:
@@ -2926,9 +2945,13 @@ class KernelInterp:
 
     # ---------------------------------------------------------------- barriers
     def bar_of(self, ptr, node) -> Optional[Smem]:
+        what = self.code(node.func) if isinstance(node, cst.Call) else "mbarrier wait"
+        if isinstance(ptr, Smem) and ptr.inexact:
+            self.unmodeled(node, what, "the barrier's index in its array is not known")
+            return None
         if isinstance(ptr, Smem):
             return ptr
-        self.unmodeled(node, self.code(node.func), "barrier pointer could not be resolved")
+        self.unmodeled(node, what, "barrier pointer could not be resolved")
         return None
 
     def emit_wait(self, ptr, parity, node):
@@ -3564,10 +3587,19 @@ def h_mbarrier_wait(it, args, kwargs, node):
 
 
 def h_try_wait(it, args, kwargs, node):
+    """`try_wait(bar, phase)`: its result, which a spin `while not try_wait(...)` turns into the
+    blocking wait (`try_spin`). A barrier or parity that did not resolve is unmodeled here: the
+    spin around it would otherwise be a loop with nothing in it, the wait silently gone."""
     ptr, phase = _kw(args, kwargs, 0, "mbar_ptr"), _kw(args, kwargs, 1, "phase")
-    if isinstance(ptr, Smem) and _is_int(phase):
-        return TryWaitResult(ptr, int(phase) & 1)
-    return Unknown("try_wait result")
+    bar = it.bar_of(ptr, node)
+    if bar is None:
+        return Unknown("try_wait result")
+    if isinstance(phase, LaneVal):
+        phase = phase.uniform()
+    if not _is_int(phase):
+        it.unmodeled(node, "mbarrier wait", f"the parity is not known ({getattr(phase, 'why', 'runtime value')})")
+        return Unknown("try_wait result")
+    return TryWaitResult(bar, int(phase) & 1)
 
 
 def h_sync_threads(it, args, kwargs, node):
@@ -4254,19 +4286,7 @@ def h_copy(it: KernelInterp, args, kwargs, node):
         if not isinstance(bar, Smem):
             it.unmodeled(node, "TMA copy", "the transaction barrier could not be resolved")
             return None
-        mcast = kwargs.get("mcast_mask")
-        pair = isinstance(atom, TmaAtom) and atom.ctas == 2 and it.ctx.cluster > 1
-        rank = it.ctx.cta % it.ctx.cluster
-        if pair and (mcast is None or _is_int(mcast) and int(mcast) == 1 << rank):
-            # cta_group::2: the data lands here, the bytes complete on the pair leader's barrier.
-            leader = _pair_leader(it, it.ctx.cta)
-            it.emit(RawTmaLoad(span, bar.at(cta=leader, remote=leader != it.ctx.cta),
-                               dst if isinstance(dst, Smem) else None, it.mask, pair=leader == it.ctx.cta))
-            return None
-        if mcast is not None and it.ctx.cluster > 1:
-            return _tma_multicast(it, bar, dst, mcast, node, pair)
-        it.emit(RawTmaLoad(span, bar, dst if isinstance(dst, Smem) else None, it.mask))
-        return None
+        return emit_tma_load(it, bar, dst, kwargs.get("mcast_mask"), isinstance(atom, TmaAtom) and atom.ctas == 2, node)
     if "mbar_ptr" in kwargs:
         it.unmodeled(node, "cute.copy(mbar_ptr=...)", "asynchronous DSMEM copies are not modeled")
         return None
@@ -4677,6 +4697,24 @@ def h_update_tma_descriptor(it, args, kwargs, node):
     _descriptor_access(it, _kw(args, kwargs, 2, "tma_desc_ptr"), True, node)
 
 
+def emit_tma_load(it, bar: Smem, dst, mcast, two_cta: bool, node):
+    """A TMA load into `dst` completing its bytes on `bar`: multicast to the CTAs of `mcast`, and
+    for a cta_group::2 load (`two_cta`) on the barrier of the pair's leader."""
+    span = it.span(node)
+    pair = two_cta and it.ctx.cluster > 1
+    rank = it.ctx.cta % it.ctx.cluster
+    if pair and (mcast is None or _is_int(mcast) and int(mcast) == 1 << rank):
+        # cta_group::2: the data lands here, the bytes complete on the pair leader's barrier.
+        leader = _pair_leader(it, it.ctx.cta)
+        it.emit(RawTmaLoad(span, bar.at(cta=leader, remote=leader != it.ctx.cta),
+                           dst if isinstance(dst, Smem) else None, it.mask, pair=leader == it.ctx.cta))
+        return None
+    if mcast is not None and it.ctx.cluster > 1:
+        return _tma_multicast(it, bar, dst, mcast, node, pair)
+    it.emit(RawTmaLoad(span, bar, dst if isinstance(dst, Smem) else None, it.mask))
+    return None
+
+
 def h_cp_fence_tma_desc_release(it, args, kwargs, node):
     """`cpasync.cp_fence_tma_desc_release(gmem_ptr, smem_ptr)`: the shared copy read, the global
     one written (tensormap.cp_fenceproxy)."""
@@ -4757,7 +4795,7 @@ def h_gemm(it, args, kwargs, node):
             if isinstance(u, Smem) and u.tmem:
                 # An operand in TMEM (e.g. A from TMEM): read by the MMA the issuing thread starts.
                 it.registry.assume(TMEM_MMA)
-                it.emit(RawAccess(it.span(node), u, False, _lowest(it.mask), False))
+                it.emit(RawAccess(it.span(node), u, False, _lowest(it.mask), False, not u.inexact))
             elif isinstance(u, Smem):
                 it.emit(RawAsyncRead(it.span(node), u, it.mask, "mma"))
     d = args[1] if len(args) > 1 else kwargs.get("d")
@@ -4766,7 +4804,7 @@ def h_gemm(it, args, kwargs, node):
         # completion is what that thread's tcgen05.commit signals (TMEM_MMA).
         it.registry.assume(TMEM_MMA)
         for cta in ctas:
-            it.emit(RawAccess(it.span(node), d.at(cta=cta), True, _lowest(it.mask), False))
+            it.emit(RawAccess(it.span(node), d.at(cta=cta), True, _lowest(it.mask), False, not d.inexact))
     return None
 
 
@@ -4943,8 +4981,33 @@ def h_init_wait(it, args, kwargs, node):
         it.emit_named(0, None, True, node)
 
 
+def h_globals(it, args, kwargs, node):
+    return ModuleGlobals(it.info) if not args and not kwargs else Unknown("globals()")
+
+
 def h_allocator(it, args, kwargs, node):
     return Allocator(key=f"alloc@{it.span(node).line}", cta=it.ctx.cta)
+
+
+def _names_smem_space(v) -> bool:
+    return isinstance(v, ModuleRef) and v.qualname.rsplit(".", 1)[-1] in ("smem", "shared")
+
+
+def h_array(it, args, kwargs, node):
+    """`cutlass.Array(cutlass.Int64, n, space=cutlass.AddressSpace.smem)` (cuDNN frost): n
+    elements of shared memory declared where they are used, one allocation per call site like
+    `SmemAllocator.allocate_array`; its `.subview(i)` is element i (an mbarrier of a ring). An
+    array in any other space is registers: the generic call."""
+    space = kwargs.get("space")
+    if not _names_smem_space(space):
+        return it.unknown_call("Array", args, kwargs, node)
+    span = it.span(node)
+    dtype = as_dtype(_kw(args, kwargs, 0, "dtype"))
+    count = _kw(args, kwargs, 1, "size")
+    nbytes = int(count) * dtype.bits // 8 if isinstance(dtype, DType) and _is_int(count) else None
+    buf = Smem(alloc=f"array@{span.line}:{span.column}", label=it.assign_name or f"smem@{span.line}",
+               cta=it.ctx.cta)
+    return buf.at(nbytes=nbytes, flat=nbytes is not None)
 
 
 def h_alloc_smem(it, args, kwargs, node):
@@ -5183,7 +5246,7 @@ CALLS: dict = {
     "pipeline.NamedBarrier": h_named_barrier, "pipeline.sync": h_pipeline_sync,
     "pipeline.arrive": h_pipeline_arrive, "pipeline.arrive_and_wait": h_pipeline_arrive_and_wait,
     "pipeline.pipeline_init_arrive": h_init_arrive, "pipeline.pipeline_init_wait": h_init_wait,
-    "SmemAllocator": h_allocator, "const_expr": h_const_expr, "print": h_printf,
+    "SmemAllocator": h_allocator, "Array": h_array, "globals": h_globals, "const_expr": h_const_expr, "print": h_printf,
     "functools.partial": h_partial, "cutlass_dsl.if_generate": h_if_generate, "if_generate": h_if_generate,
     "isinstance": h_isinstance, "hasattr": h_hasattr,
     "pipeline.CooperativeGroup": P.h_cooperative_group, "pipeline.make_pipeline_state": P.h_make_state,
@@ -5200,7 +5263,10 @@ for _prefix in ("nvvm.", "_mlir.dialects.nvvm."):
 # the handler of its cute.arch / raw-nvvm twin; anything else under `primitives.` is reported
 # unmodeled by `unknown_call` (PRIMITIVES_UNMODELED says why), never skipped.
 def _enum_name(v) -> Optional[str]:
-    """`nvvm.MemOrder.RELEASE` -> "release" (an enum member of the primitives module)."""
+    """`nvvm.MemOrder.RELEASE` -> "release" (an enum member of the primitives module); the
+    primitives take the member's string value too (`atomicrmw("add", ..., mem_order="relaxed")`)."""
+    if isinstance(v, str):
+        return v.lower()
     return v.qualname.rsplit(".", 1)[-1].lower() if isinstance(v, ModuleRef) else None
 
 
@@ -5305,7 +5371,7 @@ def h_prim_tmem_alloc(it, args, kwargs, node):
 
 # Register-only operations (warp exchanges and reductions, packing and conversions): no memory,
 # no barrier, like the DSL's own shuffles and warp reductions (BUILTIN_PURE).
-PRIMITIVES_PURE = {"shfl_sync", "make_tmem_ptr", "make_tmem_ptr_from_warp_row_col", "setmaxregister",
+PRIMITIVES_PURE = {"Tcgen05InstrDesc.build", "TmemAddr.from_row_col", "shfl_sync", "setmaxregister",
                    "prefetch_tensormap", "vote_sync", "redux_sync", "prmt", "mov_b32", "cvt_packfloat",
                    "cvt_packfloat_f32", "add_packed_f32x2", "sub_packed_f32x2", "mul_packed_f32x2",
                    "fma_packed_f32x2", "popc", "bfind", "vote_ballot_sync", "vote_all_sync", "vote_any_sync"}
@@ -5320,15 +5386,10 @@ def h_elect_sync(it, args, kwargs, node):
         return False
     it.elected_lanes.add(lane)
     return LaneVal(tuple(i == lane for i in range(32)))
-PRIMITIVES_UNMODELED = {
-    "tcgen05_ld": "a TMEM load through a raw TMEM pointer is not traced to its columns",
-    "tcgen05_st": "a TMEM store through a raw TMEM pointer is not traced to its columns",
-    "tcgen05_wait": "tcgen05.wait on raw TMEM loads/stores (not traced) is not modeled",
-    "tcgen05_fence": "tcgen05 thread-sync fences around raw TMEM accesses (not traced) are not modeled",
-}
+PRIMITIVES_UNMODELED: dict = {}
 CALLS.update({
     "primitives.elect_sync": h_elect_sync, "primitives.bar_warp_sync": h_sync_warp,
-    "primitives.fence_mbarrier_init": h_mbarrier_init_fence, "primitives.fence_proxy": h_fence_proxy,
+    "primitives.fence_mbarrier_init": h_mbarrier_init_fence,
     "primitives.load_ext": h_prim_load_ext, "primitives.store_ext": h_prim_store_ext,
     "primitives.barrier_cta_sync": _h_nvvm_barrier(True, "thread_count"),
     "primitives.barrier_cta_sync_aligned": _h_nvvm_barrier(True, "thread_count"),
@@ -5742,3 +5803,9 @@ def _spin_variable(stmt: cst.While) -> Optional[str]:
             elif not isinstance(x, cst.Pass):
                 return None
     return next(iter(names)) if len(names) == 1 else None
+
+
+# The raw primitive layer's handlers that map onto the operations above (its own module).
+from . import primitives as _primitives  # noqa: E402
+
+CALLS.update(_primitives.HANDLERS)

@@ -310,6 +310,14 @@ class SuperRef:
 
 
 @dataclass(frozen=True)
+class ModuleGlobals:
+    """`globals()` of a module. Template modules read the parameters their generator injects with
+    `globals().get("PARAMS", Default())` (cuDNN frost): statically that is the default."""
+
+    module: Any = field(compare=False, hash=False)
+
+
+@dataclass(frozen=True)
 class ModuleRef:
     """A name bound to an imported module or object, by its fully qualified name."""
 

@@ -1,0 +1,237 @@
+"""The raw NVVM primitive layer (`cutlass.experimental.primitives`, also imported as
+`cutlass.primitives`; cuDNN's frost and QSA kernels call it as `nvvm.` / `prims.`), mapped onto
+the operations the model already has for the CuTe layer:
+
+- `cp_async_bulk_tensor_shared_{cta,cluster}_global`: a TMA load completing its bytes on an
+  mbarrier, as `cute.copy(tma_atom, ..., tma_bar_ptr=)` (multicast and cta_group::2 included);
+- `cp_async_bulk_tensor_global_shared_cta`: a TMA store, drained through the bulk-group
+  `cp_async_bulk_commit_group` / `cp_async_bulk_wait_group`;
+- `tcgen05_mma`: an MMA reading its SMEM operands (through `Tcgen05SmemDesc.build` descriptors)
+  and writing its TMEM accumulator, as `cute.gemm` on Blackwell; `tcgen05_commit`: the arrive
+  that signals the issuing thread's MMAs, as `tcgen05.commit`;
+- raw TMEM pointers (`make_tmem_ptr(tmem_base + column, dtype)`), `tcgen05_ld` / `tcgen05_wait`
+  (an asynchronous read retired by `wait::ld`, as a `cute.copy` from TMEM and
+  fence_view_async_tmem_load), `tcgen05_st`, `tcgen05_cp`.
+
+A raw TMEM address is a number the kernel computes (lane in the upper half, column in the
+lower), and an access covers as many columns as its shape and repeat count say, which the model
+does not track: every raw TMEM pointer is the CTA's whole tensor memory (TMEM_RAW), and a race
+found through one is a possible race (P16), never a definite one.
+
+Each handler has the interpreter's handler signature `(it, args, kwargs, node)`; `interp`
+registers them in its CALLS table. What a call leaves unresolved is reported unmodeled with the
+reason, never skipped.
+"""
+from . import interp as I
+from . import pipelines as P
+from .interp import (TMEM_ST, RawAccess, RawAsyncRead, RawAsyncReadWait, RawTmaStore, Smem, Unknown, _kw, _lowest,
+                     _tmem_buffer, emit_tma_load, h_bulk_commit, h_bulk_wait, h_gemm)
+from .values import TMEM_UNKNOWN_OFFSET, CtaGroupOp, ModuleRef
+
+TMEM_RAW = ("TMEM: a raw TMEM pointer (`make_tmem_ptr`) is taken as the CTA's whole tensor memory (the columns and "
+            "lanes an access covers are not tracked); a race through one is reported as possible")
+TMEM_THREAD_SYNC_FENCE = ("TMEM: tcgen05.fence::before_thread_sync / after_thread_sync are taken as given (tcgen05 "
+                          "operations are ordered by the barriers around them alone)")
+
+
+def _cta_group(v):
+    """2 for `CTAGroup.CTA_2` / "cta_2", 1 for CTA_1 / "cta_1" / None (the default), None when the
+    group did not fold."""
+    if v is None:
+        return 1
+    name = v.qualname.rsplit(".", 1)[-1] if isinstance(v, ModuleRef) else v if isinstance(v, str) else None
+    if name is None:
+        return None
+    return {"cta_1": 1, "cta_2": 2, "one": 1, "two": 2}.get(name.lower())
+
+
+def _tensor_load(it, args, kwargs, node, what: str, cluster: bool):
+    dst, bar = _kw(args, kwargs, 0, "dst_mem"), _kw(args, kwargs, 3, "mbar")
+    if not isinstance(bar, Smem):
+        it.unmodeled(node, what, "the transaction barrier could not be resolved")
+        return None
+    if not isinstance(dst, Smem):
+        it.unmodeled(node, what, "the destination in shared memory could not be resolved")
+        return None
+    group = _cta_group(kwargs.get("group")) if cluster else 1
+    if group is None:
+        it.unmodeled(node, what, "the CTA group did not fold")
+        return None
+    # The bytes are the tensor map's box, not the array the pointer points into: not known.
+    return emit_tma_load(it, bar, dst.at(nbytes=None), kwargs.get("multicast_mask") if cluster else None,
+                         group == 2, node)
+
+
+def h_tensor_load_cta(it, args, kwargs, node):
+    """`cp_async_bulk_tensor_shared_cta_global(dst, tma_desc, coords, mbar)`: a TMA tile load into
+    this CTA's shared memory completing the tile's bytes on `mbar`."""
+    return _tensor_load(it, args, kwargs, node, "primitives.cp_async_bulk_tensor_shared_cta_global", False)
+
+
+def h_tensor_load_cluster(it, args, kwargs, node):
+    """`cp_async_bulk_tensor_shared_cluster_global(dst, tma_desc, coords, mbar, im2col,
+    multicast_mask=, group=)`: the same load, multicast to the CTAs of the mask, and with
+    `group=CTA_2` completing on the pair leader's barrier."""
+    return _tensor_load(it, args, kwargs, node, "primitives.cp_async_bulk_tensor_shared_cluster_global", True)
+
+
+def h_tensor_store(it, args, kwargs, node):
+    """`cp_async_bulk_tensor_global_shared_cta(tma_desc, src, coords)`: a TMA store reading `src`
+    until a `cp_async_bulk_wait_group(n, read=True)` retires its bulk group."""
+    src = _kw(args, kwargs, 1, "src_mem")
+    if not isinstance(src, Smem):
+        it.unmodeled(node, "primitives.cp_async_bulk_tensor_global_shared_cta",
+                     "the source in shared memory could not be resolved")
+        return None
+    it.emit(RawTmaStore(it.span(node), src, None, it.mask))
+    return None
+
+
+def h_commit(it, args, kwargs, node):
+    """`tcgen05_commit(mbar, multicast_mask=, group=)`: one arrive on `mbar` (on the barrier at the
+    same offset in each CTA of the mask) once the thread's earlier tcgen05 operations end."""
+    group = _cta_group(kwargs.get("group"))
+    mask = kwargs.get("multicast_mask")
+    if group is None:
+        it.unmodeled(node, "primitives.tcgen05_commit", "the CTA group did not fold")
+        return None
+    if group == 2 and mask is not None and it.ctx.cluster < 2:
+        it.unmodeled(node, "primitives.tcgen05_commit(group=CTA_2)", "a 2-CTA commit outside a cluster of 2 or more CTAs")
+        return None
+    return P.h_tcgen05_commit(it, [_kw(args, kwargs, 0, "addr")], {"mask": mask}, node)
+
+
+def h_smem_descriptor(it, args, kwargs, node):
+    """`Tcgen05SmemDesc.build(start_address=ptr, ...)`: an MMA operand descriptor. It stands for
+    the shared memory it starts at (`.advance_start_address(n)` stays inside it), so that the MMA
+    reading it reads that buffer."""
+    start = _kw(args, kwargs, 0, "start_address")
+    return start if isinstance(start, Smem) and not start.tmem else Unknown("SMEM descriptor")
+
+
+def h_mma(it, args, kwargs, node):
+    """`tcgen05_mma(kind, cta_group, d, a, b, idesc, enable_input_d)`: reads its A operand (SMEM
+    descriptor or TMEM) and its B operand (SMEM descriptor), writes the TMEM accumulator `d`."""
+    group = _cta_group(_kw(args, kwargs, 1, "cta_group"))
+    d, a, b = _kw(args, kwargs, 2, "d"), _kw(args, kwargs, 3, "a"), _kw(args, kwargs, 4, "b")
+    unresolved = [name for name, v, ok in (("accumulator", d, isinstance(d, Smem) and d.tmem),
+                                           ("A operand", a, isinstance(a, Smem)),
+                                           ("B operand", b, isinstance(b, Smem) and not b.tmem)) if not ok]
+    if group is None:
+        unresolved.insert(0, "CTA group")
+    if unresolved:
+        it.unmodeled(node, "primitives.tcgen05_mma",
+                     "not traced to shared or tensor memory: " + ", ".join(unresolved))
+        return None
+    return h_gemm(it, [CtaGroupOp("tcgen05 MMA", ctas=group), d, a, b], {}, node)
+
+
+def h_make_tmem_ptr(it, args, kwargs, node):
+    """`make_tmem_ptr(addr, dtype)` / `make_tmem_ptr_from_warp_row_col(base, warp, col, dtype)`:
+    a view of this CTA's tensor memory, somewhere in it (TMEM_RAW)."""
+    it.registry.assume(TMEM_RAW)
+    return _tmem_buffer(it).at(offset=TMEM_UNKNOWN_OFFSET, inexact=True)
+
+
+def _tmem_operand(it, v, node, what):
+    """The TMEM a tcgen05.ld/st/cp address names: its view, or for a plain address (a number, a
+    `TmemAddr`) the whole tensor memory (the operand is a TMEM address whatever its value)."""
+    if isinstance(v, Smem) and v.tmem:
+        return v
+    if isinstance(v, Smem):
+        it.unmodeled(node, what, "the TMEM address is a shared-memory pointer")
+        return None
+    return h_make_tmem_ptr(it, [v], {}, node)
+
+
+def h_tmem_load(it, args, kwargs, node):
+    """`tcgen05_ld(shape, tmem_addr, num=)`: the warp's asynchronous read of TMEM into registers,
+    complete at the thread's next `tcgen05_wait(LOAD)`."""
+    t = _tmem_operand(it, _kw(args, kwargs, 1, "tmem_addr"), node, "primitives.tcgen05_ld")
+    if t is not None:
+        it.emit(RawAsyncRead(it.span(node), t, it.mask, "tmem_ld"))
+    return Unknown("TMEM load")
+
+
+def h_tmem_store(it, args, kwargs, node):
+    """`tcgen05_st(shape, tmem_addr, values)`: the warp writes TMEM, taken as complete at issue (TMEM_ST)."""
+    t = _tmem_operand(it, _kw(args, kwargs, 1, "tmem_addr"), node, "primitives.tcgen05_st")
+    if t is not None:
+        it.registry.assume(TMEM_ST)
+        it.emit(RawAccess(it.span(node), t, True, it.mask, False, False))
+    return None
+
+
+def h_tmem_copy(it, args, kwargs, node):
+    """`tcgen05_cp(shape, taddr, smem_desc)`: one thread's SMEM -> TMEM copy, taken at issue (TMEM_ST)."""
+    t = _tmem_operand(it, _kw(args, kwargs, 1, "taddr"), node, "primitives.tcgen05_cp")
+    src = _kw(args, kwargs, 2, "smem_desc")
+    if not isinstance(src, Smem) or src.tmem:
+        it.unmodeled(node, "primitives.tcgen05_cp", "the SMEM descriptor is not traced to shared memory")
+        return None
+    if t is not None:
+        it.registry.assume(TMEM_ST)
+        it.access(src, False, node)
+        it.emit(RawAccess(it.span(node), t, True, _lowest(it.mask), False, False))
+    return None
+
+
+def _kind_name(v) -> str:
+    return (v.qualname.rsplit(".", 1)[-1] if isinstance(v, ModuleRef) else v if isinstance(v, str) else "").lower()
+
+
+def h_tmem_wait(it, args, kwargs, node):
+    """`tcgen05_wait(LOAD)`: the thread's tcgen05.ld are complete; `tcgen05_wait(STORE)`: its
+    tcgen05.st are (taken as complete at issue already, TMEM_ST)."""
+    kind = _kind_name(_kw(args, kwargs, 0, "kind"))
+    if kind in ("load", "ld"):
+        it.emit(RawAsyncReadWait(it.span(node), 0, it.mask, "tmem_ld"))
+    elif kind in ("store", "st"):
+        it.registry.assume(TMEM_ST)
+    else:
+        it.unmodeled(node, "primitives.tcgen05_wait", "the wait kind did not fold to LOAD or STORE")
+    return None
+
+
+PROXY_KINDS = {"async_shared": "async.shared", "async.shared": "async.shared", "async_global": "async.global",
+               "async.global": "async.global", "alias": "alias", "tensormap": "tensormap", "generic": "generic"}
+
+
+def h_fence_proxy(it, args, kwargs, node):
+    """`fence_proxy(Proxy.ASYNC_SHARED, space=...)`: cute.arch.fence_proxy of that kind; the
+    unqualified `Proxy.ASYNC` (every state space) is both the shared and the global fence."""
+    kind = _kind_name(_kw(args, kwargs, 0, "kind"))
+    if kind == "async":
+        I.h_fence_proxy(it, ["async.shared"], {}, node)
+        return I.h_fence_proxy(it, ["async.global"], {}, node)
+    return I.h_fence_proxy(it, [PROXY_KINDS.get(kind)], {}, node)
+
+
+def h_red(it, args, kwargs, node):
+    """`red(ReductionOp.ADD, ReductionType.F32, ptr, value, mem_order=, mem_scope=)`: the atomic
+    of that op without a result, as `atomicrmw`."""
+    kw = {k: v for k, v in (("mem_order", kwargs.get("mem_order")), ("syncscope", kwargs.get("mem_scope")))
+          if v is not None}
+    I.h_prim_atomicrmw(it, [_kw(args, kwargs, 0, "op"), _kw(args, kwargs, 2, "a"), _kw(args, kwargs, 3, "b")], kw, node)
+    return None
+
+
+def h_tmem_thread_sync_fence(it, args, kwargs, node):
+    it.registry.assume(TMEM_THREAD_SYNC_FENCE)
+    return None
+
+
+HANDLERS = {
+    "primitives.cp_async_bulk_tensor_shared_cta_global": h_tensor_load_cta,
+    "primitives.cp_async_bulk_tensor_shared_cluster_global": h_tensor_load_cluster,
+    "primitives.cp_async_bulk_tensor_global_shared_cta": h_tensor_store,
+    "primitives.cp_async_bulk_commit_group": h_bulk_commit,
+    "primitives.cp_async_bulk_wait_group": h_bulk_wait,
+    "primitives.tcgen05_commit": h_commit,
+    "primitives.tcgen05_mma": h_mma,
+    "primitives.Tcgen05SmemDesc.build": h_smem_descriptor,
+    "primitives.make_tmem_ptr": h_make_tmem_ptr, "primitives.make_tmem_ptr_from_warp_row_col": h_make_tmem_ptr,
+    "primitives.tcgen05_ld": h_tmem_load, "primitives.tcgen05_st": h_tmem_store, "primitives.tcgen05_cp": h_tmem_copy,
+    "primitives.tcgen05_wait": h_tmem_wait, "primitives.tcgen05_fence": h_tmem_thread_sync_fence,
+    "primitives.fence_proxy": h_fence_proxy, "primitives.red": h_red,
+}

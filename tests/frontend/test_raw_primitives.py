@@ -1,0 +1,269 @@
+"""The raw primitive layer as cuDNN's frost and QSA kernels write it: barrier rings in
+`cutlass.Array(..., space=smem)` addressed with `.subview(i)`, spin waits on
+`mbarrier_try_wait_parity`, TMA tensor loads and stores, `tcgen05_mma` on SMEM descriptors with
+`tcgen05_commit`, raw TMEM pointers with `tcgen05_ld` / `tcgen05_wait`, and module parameters
+a generator injects with `globals().get`."""
+from cutespin import api, ir
+from cutespin.config import Settings
+from cutespin.frontend import build_models
+
+from ..kernels import line_of
+
+HEAD = """\
+import cutlass
+import cutlass.cute as cute
+from cutlass.experimental import primitives as prims
+
+STAGES = 2
+SMEM = cutlass.AddressSpace.smem
+"""
+
+
+def kernel(body: str, top: str = "") -> str:
+    """A module whose `K.kernel` (two warps) runs `body`."""
+    lines = "".join("        " + line + "\n" if line.strip() else "\n" for line in body.strip("\n").splitlines())
+    return (HEAD + top + "\n\nclass K:\n    @cute.jit\n    def __call__(self, mA: cute.Tensor):\n"
+            "        self.kernel(mA).launch(grid=(1, 1, 1), block=(64, 1, 1))\n\n"
+            "    @cute.kernel\n    def kernel(self, mA: cute.Tensor):\n" + lines)
+
+
+def check(src: str):
+    return api.check_source(src, "k.py", Settings().with_overrides(verify_fixes=False), with_fixes=False).kernels[0]
+
+
+def model(src: str):
+    return build_models(src, "k.py", Settings())[0]
+
+
+RING_SETUP = """\
+full = cutlass.Array(cutlass.Int64, STAGES, space=SMEM)
+empty = cutlass.Array(cutlass.Int64, STAGES, space=SMEM)
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp == 0:
+    if prims.elect_sync():
+        for i in cutlass.range_constexpr(STAGES):
+            prims.mbarrier_init(full.subview(i), 1)
+            prims.mbarrier_init(empty.subview(i), 1)
+prims.fence_mbarrier_init()
+prims.barrier_cta_sync(0)
+n = mA.shape[0]
+"""
+
+
+def ring(flip_producer_phase: bool = True) -> str:
+    flip = "phase = phase ^ 1" if flip_producer_phase else "pass"
+    return kernel(RING_SETUP + f"""\
+if warp == 0:
+    phase = cutlass.Int32(1)
+    for k in cutlass.range(n):
+        s = k % STAGES
+        if s == 0 and k != 0:
+            {flip}
+        while not prims.mbarrier_try_wait_parity(empty.subview(s), phase, time_limit=10_000_000):
+            pass
+        if prims.elect_sync():
+            prims.mbarrier_arrive(full.subview(s))
+else:
+    phase = cutlass.Int32(0)
+    for k in cutlass.range(n):
+        s = k % STAGES
+        if s == 0 and k != 0:
+            phase = phase ^ 1
+        while not prims.mbarrier_try_wait_parity(full.subview(s), phase, time_limit=10_000_000):
+            pass
+        if prims.elect_sync():
+            prims.mbarrier_arrive(empty.subview(s))
+""")
+
+
+def test_a_ring_of_smem_arrays_with_spin_waits_is_modeled_and_verified(require_spin):
+    src = ring()
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    waits = [op for p in m.processes for op in ir.walk(p.variants[-1]) if isinstance(op, ir.MbWait)]
+    assert {op.bar.index for op in waits} == {b.index for b in m.barriers}, "each subview is its own barrier"
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+
+
+def test_a_producer_that_never_flips_its_phase_deadlocks(require_spin):
+    src = ring(flip_producer_phase=False)
+    r = check(src)
+    assert r.verdict == "counterexample", r.reason
+    deadlock = next(f for f in r.findings if f.code == "CS101")
+    # Its third wait on `empty[0]` asks for parity 1 again, which passes while the consumer has
+    # not released stage 0 yet: the producer refills it, `full[0]` completes twice, and the
+    # consumer's wait for parity 0 never returns.
+    assert deadlock.span.line == line_of(src, "try_wait_parity(full"), deadlock.message
+
+
+def test_a_barrier_picked_at_a_runtime_index_is_unmodeled_not_guessed():
+    src = kernel(RING_SETUP + """\
+if warp == 1:
+    if prims.elect_sync():
+        prims.mbarrier_arrive(full.subview(n % STAGES))
+""")
+    m = model(src)
+    assert [(u.line, u.why) for u in m.unmodeled] == [
+        (line_of(src, "subview(n % STAGES)"), "the barrier's index in its array is not known")]
+
+
+def test_a_spin_wait_on_an_unknown_parity_is_unmodeled_not_dropped():
+    # Before, the spin became a loop with nothing in it: the wait vanished from the model.
+    src = kernel(RING_SETUP + """\
+if warp == 1:
+    while not prims.mbarrier_try_wait_parity(full.subview(0), n & 1):
+        pass
+""")
+    m = model(src)
+    assert [u.line for u in m.unmodeled] == [line_of(src, "try_wait_parity(full")], m.unmodeled
+    assert "parity is not known" in m.unmodeled[0].why
+
+
+TEMPLATE = """
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Params:
+    stages: int = 2
+
+
+PARAMS: Params = globals().get("FROST_TEMPLATE_PARAMS", Params())
+RING: int = PARAMS.stages
+"""
+
+
+def test_template_parameters_take_their_default_and_say_so(require_spin):
+    src = kernel(RING_SETUP.replace("STAGES", "RING"), top=TEMPLATE)
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    assert len(m.barriers) == 4  # RING = Params().stages = 2 full and 2 empty barriers
+    assert any("FROST_TEMPLATE_PARAMS" in a and "default `Params()`" in a for a in m.assumptions), m.assumptions
+
+
+def mma_pipeline(commit_before_mma: bool = False) -> str:
+    """A TMA producer warp and an MMA warp over two stage buffers (one array each)."""
+    mma = ("prims.tcgen05_mma(prims.Tcgen05MMAKind.F16, prims.CTAGroup.CTA_1, acc, _desc(sa), _desc(sa), idesc, k > 0)")
+    commit = "prims.tcgen05_commit(empty.subview(s), group=prims.CTAGroup.CTA_1)"
+    first, second = (commit, mma) if commit_before_mma else (mma, commit)
+    return kernel(RING_SETUP + f"""\
+bufs = (cutlass.Array(cutlass.Float16, 4096, space=SMEM), cutlass.Array(cutlass.Float16, 4096, space=SMEM))
+idesc = prims.Tcgen05InstrDesc.build(m=128, n=128)
+acc = prims.make_tmem_ptr(0, cutlass.Float32)
+if warp == 0:
+    for k in cutlass.range(n):
+        s = k % STAGES
+        while not prims.mbarrier_try_wait_parity(empty.subview(s), ((k // STAGES) & 1) ^ 1):
+            pass
+        if prims.elect_sync():
+            prims.mbarrier_arrive_expect_tx(full.subview(s), 8192)
+            prims.cp_async_bulk_tensor_shared_cta_global(bufs[s], mA.iterator, (0, k), full.subview(s))
+else:
+    for k in cutlass.range(n):
+        s = k % STAGES
+        sa = bufs[s]
+        while not prims.mbarrier_try_wait_parity(full.subview(s), (k // STAGES) & 1):
+            pass
+        if prims.elect_sync():
+            {first}
+            {second}
+""", top="""
+
+def _desc(addr):
+    return prims.Tcgen05SmemDesc.build(start_address=addr, leading_byte_offset=16, stride_byte_offset=1024, layout=0)
+""")
+
+
+def test_tma_tensor_loads_feeding_tcgen05_mma_with_commit_are_verified(require_spin):
+    src = mma_pipeline()
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    ops = [op for p in m.processes for op in ir.walk(p.variants[-1])]
+    assert sum(isinstance(op, ir.TmaLoad) for op in ops) >= 2
+    assert any(isinstance(op, ir.Access) and op.region.space == "tmem" and op.write for op in ops)
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+
+
+def test_committing_the_stage_before_the_mma_reads_it_races_with_the_next_load(require_spin):
+    src = mma_pipeline(commit_before_mma=True)
+    r = check(src)
+    assert r.verdict == "counterexample", r.reason
+    race = next(f for f in r.findings if f.code == "CS201")
+    assert race.span.line in (line_of(src, "cp_async_bulk_tensor_shared_cta_global"), line_of(src, "tcgen05_mma(")), \
+        race.message
+
+
+def epilogue(release_before_wait: bool = False) -> str:
+    """An MMA warp writing a raw TMEM accumulator and an epilogue warp reading it with tcgen05_ld."""
+    wait = "prims.tcgen05_wait(prims.Tcgen05Wait.LOAD)"
+    release = """if prims.elect_sync():
+            prims.mbarrier_arrive(empty.subview(0))"""
+    first, second = (release, wait) if release_before_wait else (wait, release)
+    return kernel(RING_SETUP + f"""\
+idesc = prims.Tcgen05InstrDesc.build(m=128, n=128)
+sa = cutlass.Array(cutlass.Float16, 4096, space=SMEM)
+if warp == 0:
+    for k in cutlass.range(n):
+        while not prims.mbarrier_try_wait_parity(empty.subview(0), (k & 1) ^ 1):
+            pass
+        if prims.elect_sync():
+            acc = prims.make_tmem_ptr(0, cutlass.Float32)
+            prims.tcgen05_mma(prims.Tcgen05MMAKind.F16, prims.CTAGroup.CTA_1, acc, sa, sa, idesc, 0)
+            prims.tcgen05_commit(full.subview(0))
+else:
+    for k in cutlass.range(n):
+        while not prims.mbarrier_try_wait_parity(full.subview(0), k & 1):
+            pass
+        v = prims.tcgen05_ld("32x32b", prims.TmemAddr.from_row_col(0, 0), num=32)
+        {first}
+        {second}
+""")
+
+
+def test_a_raw_tmem_load_waited_before_the_release_is_verified(require_spin):
+    src = epilogue()
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    assert any("raw TMEM pointer" in a for a in m.assumptions)
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+
+
+def test_releasing_the_accumulator_before_tcgen05_wait_is_a_possible_race(require_spin):
+    # Raw TMEM addresses are not traced to columns: the race is reported, as possible (P16).
+    src = epilogue(release_before_wait=True)
+    r = check(src)
+    assert r.verdict == "inconclusive", r.reason
+    race = next(f for f in r.findings if f.code == "CS201")
+    assert race.span.line in (line_of(src, "tcgen05_ld("), line_of(src, "tcgen05_mma(")), race.message
+
+
+def test_tma_stores_drain_through_bulk_groups_and_the_proxy_fence_is_a_fence():
+    src = kernel("""\
+out = cutlass.Array(cutlass.Float32, 128, space=SMEM)
+tid, _, _ = cute.arch.thread_idx()
+prims.store_ext(cutlass.Float32(1.0), out.subview(tid), shared_space=prims.SharedSpace.shared_cta)
+prims.fence_proxy(prims.Proxy.ASYNC_SHARED, space=prims.SharedSpace.shared_cta)
+prims.barrier_cta_sync(0)
+if tid == 0:
+    prims.cp_async_bulk_tensor_global_shared_cta(mA.iterator, out, (0, 0))
+    prims.cp_async_bulk_commit_group()
+    prims.cp_async_bulk_wait_group(0, read=True)
+""")
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    kinds = {type(op).__name__ for p in m.processes for op in ir.walk(p.variants[-1])}
+    assert {"TmaStore", "BulkCommit", "BulkWait", "Fence"} <= kinds, kinds
+
+
+def test_string_spelled_atomics_and_reductions_are_the_atomics_they_name():
+    src = kernel("""\
+tid, _, _ = cute.arch.thread_idx()
+prims.atomicrmw("add", mA.iterator + tid, cutlass.Float32(1.0), mem_order="relaxed", syncscope="gpu")
+prims.red(prims.ReductionOp.ADD, prims.ReductionType.F32, mA.iterator + tid, cutlass.Float32(1.0),
+          mem_order=prims.MemOrder.RELAXED)
+""")
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
