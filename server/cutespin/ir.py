@@ -297,6 +297,12 @@ class NamedBarrier(Op):
     # under a runtime choice: in a run where a choice leaves a user out, the derived count is too
     # high, so a deadlock at this barrier is not proven (findings `derived_count`).
     count_from_choice: bool = False
+    # The id did not fold (`cfg.inverse_barrier_id`): `barrier_id` numbers its CTA-uniform value
+    # (SYMBOLIC_BARRIER_IDS and up), and this is its source text for messages.
+    id_text: Optional[str] = None
+
+
+SYMBOLIC_BARRIER_IDS = 1000  # above the 16 hardware ids: a symbolic id never equals a constant one
 
 
 @dataclass

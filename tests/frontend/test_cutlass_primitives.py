@@ -116,12 +116,12 @@ def test_unknown_primitives_are_unmodeled_and_pure_ones_are_not():
     src = source("""\
 lane = cute.arch.lane_idx()
 v = nvvm.shfl_sync(0xFFFFFFFF, cutlass.Float32(1.0), 1, 0x1F, nvvm.Shfl.BFLY)
-nvvm.tensormap_replace(nvvm.TensormapField.GLOBAL_ADDRESS, mA.iterator, new_value=0)
+nvvm.some_future_copy(mA.iterator)
 nvvm.some_future_barrier(0)
 """)
     m = build_models(src, "k.py", Settings())[0]
     names = sorted(u.construct for u in m.unmodeled)
-    assert names == ["primitives.some_future_barrier", "primitives.tensormap_replace"], m.unmodeled
+    assert names == ["primitives.some_future_barrier", "primitives.some_future_copy"], m.unmodeled
 
 
 def test_register_only_primitives_and_grid_dependency_control_are_modeled():

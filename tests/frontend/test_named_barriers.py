@@ -134,3 +134,49 @@ def test_a_deadlock_at_a_derived_count_whose_users_always_arrive_stays_a_counter
     (k,) = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels
     assert k.verdict == "counterexample", (k.verdict, k.reason)
     assert [f.code for f in k.findings] == ["CS101"] and not k.findings[0].possible
+
+
+def host_id_kernel(count: int, second_id: str = "cfg.exchange_id") -> str:
+    """Two warps exchange through `buf` at named barriers whose ids come from a host config."""
+    return kernel_source(f"""\
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+smem = cutlass.utils.SmemAllocator()
+buf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(64))
+tidx, _, _ = cute.arch.thread_idx()
+if warp_idx < 2:
+    buf[tidx] = 1.0
+    cute.arch.barrier(barrier_id=cfg.exchange_id, number_of_threads={count})
+    x = buf[63 - tidx]
+    cute.arch.barrier(barrier_id={second_id}, number_of_threads=64)
+    buf[tidx] = 2.0
+""", threads=128, params="cfg: cutlass.Constexpr").replace(
+        "def kernel(self, mA: cute.Tensor):", "def kernel(self, mA: cute.Tensor, cfg: cutlass.Constexpr):").replace(
+        "self.kernel(mA)", "self.kernel(mA, cfg)")
+
+
+def test_a_host_config_barrier_id_is_one_symbolic_barrier(require_spin):
+    src = host_id_kernel(64)
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    ids = {op.barrier_id for p in m.processes for op in ir.walk(p.variants[-1]) if isinstance(op, ir.NamedBarrier)}
+    assert len(ids) == 1 and min(ids) >= ir.SYMBOLIC_BARRIER_IDS, ids
+    assert any("`cfg.exchange_id` does not fold" in a for a in m.assumptions), m.assumptions
+    r = api.check_source(src, "k.py", Settings().with_overrides(verify_fixes=False), with_fixes=False).kernels[0]
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+
+
+def test_a_symbolic_barrier_waiting_for_too_many_threads_deadlocks_and_is_named_by_its_text(require_spin):
+    r = api.check_source(host_id_kernel(96), "k.py", Settings().with_overrides(verify_fixes=False),
+                         with_fixes=False).kernels[0]
+    assert r.verdict == "counterexample", r.reason
+    deadlock = next(f for f in r.findings if f.code == "CS101")
+    assert "named barrier `cfg.exchange_id` (96 threads)" in deadlock.message, deadlock.message
+
+
+def test_different_unfolded_ids_are_different_barriers(require_spin):
+    # `cfg.other_id` is taken to differ from `cfg.exchange_id` (stated): the second exchange is
+    # then not ordered by the first barrier, and the rewrite of `buf` races with the reads.
+    src = host_id_kernel(64, second_id="cfg.other_id")
+    m = build_models(src, "k.py", Settings())[0]
+    ids = {op.barrier_id for p in m.processes for op in ir.walk(p.variants[-1]) if isinstance(op, ir.NamedBarrier)}
+    assert len(ids) == 2, ids

@@ -99,13 +99,17 @@ def test_a_producer_that_never_flips_its_phase_deadlocks(require_spin):
 
 def test_a_barrier_picked_at_a_runtime_index_is_unmodeled_not_guessed():
     src = kernel(RING_SETUP + """\
+buf = cutlass.Array(cutlass.Float16, 4096, space=SMEM)
 if warp == 1:
     if prims.elect_sync():
         prims.mbarrier_arrive(full.subview(n % STAGES))
+        prims.cp_async_bulk_tensor_shared_cta_global(buf, mA.iterator, (0, 0), empty.subview(n % STAGES))
+        prims.tcgen05_commit(empty.subview(n % STAGES))
 """)
     m = model(src)
     assert [(u.line, u.why) for u in m.unmodeled] == [
-        (line_of(src, "subview(n % STAGES)"), "the barrier's index in its array is not known")]
+        (line_of(src, needle), "the barrier's index in its array is not known")
+        for needle in ("mbarrier_arrive(full.subview(n", "cp_async_bulk_tensor", "tcgen05_commit")]
 
 
 def test_a_spin_wait_on_an_unknown_parity_is_unmodeled_not_dropped():
@@ -267,3 +271,105 @@ prims.red(prims.ReductionOp.ADD, prims.ReductionType.F32, mA.iterator + tid, cut
 """)
     m = model(src)
     assert not m.unmodeled, m.unmodeled
+
+
+def test_ldmatrix_and_stmatrix_access_the_buffer_their_pointer_names():
+    src = kernel("""\
+sK = cutlass.Array(cutlass.Float16, 4096, space=SMEM)
+lane = cute.arch.lane_idx()
+prims.stmatrix(sK.subview(lane * 8).data_ptr(), (0, 0, 0, 0), prims.MMALayout.ROW)
+prims.barrier_cta_sync(0)
+v = prims.ldmatrix(sK.subview(lane * 8).data_ptr(), 4, prims.MMALayout.ROW)
+""")
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    accesses = [op for op in ir.walk(m.processes[0].variants[-1]) if isinstance(op, ir.Access)]
+    assert [(op.write, op.span.line, op.exact) for op in accesses] == [
+        (True, line_of(src, "stmatrix"), False), (False, line_of(src, "ldmatrix"), False)]
+
+
+def test_tensormap_updates_are_descriptor_writes_between_tensormap_fences():
+    src = kernel("""\
+prims.tensormap_replace(prims.TensormapField.GLOBAL_DIM, mA.iterator, new_value=7, ord=0)
+prims.fence_proxy_release(prims.MemScope.GPU, from_proxy=prims.Proxy.GENERIC, to_proxy=prims.Proxy.TENSORMAP)
+prims.fence_proxy_release(prims.MemScope.GPU, from_proxy=prims.Proxy.GENERIC, to_proxy=prims.Proxy.ASYNC_GLOBAL)
+""")
+    m = model(src)
+    assert [(u.construct, u.line) for u in m.unmodeled] == [
+        ("primitives.fence_proxy_release", line_of(src, "to_proxy=prims.Proxy.ASYNC_GLOBAL"))]
+    assert any("tensormap proxy" in a for a in m.assumptions), m.assumptions
+    assert any(isinstance(op, ir.Access) and op.write for op in ir.walk(m.processes[0].variants[-1]))
+
+
+def test_a_cluster_launch_control_query_writes_its_response_and_completes_its_barrier(require_spin):
+    def src(wait: bool) -> str:
+        spin = "while not prims.mbarrier_try_wait_parity(bar.subview(0), 0):\n    pass\n" if wait else ""
+        return kernel(f"""\
+bar = cutlass.Array(cutlass.Int64, 1, space=SMEM)
+response = cutlass.Array(cutlass.Int32, 4, space=SMEM)
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp == 0:
+    if prims.elect_sync():
+        prims.mbarrier_init(bar.subview(0), 1)
+prims.fence_mbarrier_init()
+prims.barrier_cta_sync(0)
+if warp == 0:
+    if prims.elect_sync():
+        prims.mbarrier_arrive_expect_tx(bar.subview(0), 16)
+        prims.clusterlaunchcontrol_try_cancel(response.subview(0), bar.subview(0), multicast=1)
+{spin}v = prims.load_ext(response.subview(0), dtype=cutlass.Int32, count=4, shared_space=prims.SharedSpace.shared_cta)
+""")
+    assert not model(src(True)).unmodeled
+    assert check(src(True)).verdict == "verified"
+    early = check(src(False))
+    assert any(f.code == "CS201" for f in early.findings), early.reason
+
+
+def test_an_async_dsmem_store_completes_its_bytes_on_the_peer_barrier(require_spin):
+    def src(wait: bool) -> str:
+        spin = "while not prims.mbarrier_try_wait_parity(bar.subview(0), 0):\n    pass\n" if wait else ""
+        return kernel(f"""\
+bar = cutlass.Array(cutlass.Int64, 1, space=SMEM)
+slot = cutlass.Array(cutlass.Int32, 4, space=SMEM)
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp == 0:
+    if prims.elect_sync():
+        prims.mbarrier_init(bar.subview(0), 1)
+prims.fence_mbarrier_init()
+prims.barrier_cta_sync(0)
+if warp == 0:
+    if prims.elect_sync():
+        prims.mbarrier_arrive_expect_tx(bar.subview(0), 16)
+        cute.arch.store_async_dsmem(slot.subview(0), (1, 2, 3, 4), bar.subview(0), 0)
+{spin}v = prims.load_ext(slot.subview(0), dtype=cutlass.Int32, count=4, shared_space=prims.SharedSpace.shared_cta)
+""")
+    assert not model(src(True)).unmodeled
+    assert check(src(True)).verdict == "verified"
+    early = check(src(False))
+    assert any(f.code == "CS201" for f in early.findings), early.reason
+
+
+def one_array_ring(mma_reads_stage: str = "s") -> str:
+    """mma_pipeline over one array declared as STAGES x 4096 elements, selected with `.subview`."""
+    return mma_pipeline().replace(
+        "bufs = (cutlass.Array(cutlass.Float16, 4096, space=SMEM), cutlass.Array(cutlass.Float16, 4096, space=SMEM))",
+        "sA = cutlass.Array(cutlass.Float16, STAGES * 4096, space=SMEM)").replace(
+        "prims.cp_async_bulk_tensor_shared_cta_global(bufs[s],",
+        "prims.cp_async_bulk_tensor_shared_cta_global(sA.subview(s * 4096),").replace(
+        "sa = bufs[s]", f"sa = sA.subview(({mma_reads_stage}) * 4096).subview(64)")
+
+
+def test_an_array_declared_as_stages_times_elements_is_a_staged_buffer(require_spin):
+    src = one_array_ring()
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    assert any("`sA` is declared as 2 x 4096 elements" in a for a in m.assumptions), m.assumptions
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+
+
+def test_reading_the_stage_the_producer_refills_is_a_race_between_stages(require_spin):
+    src = one_array_ring(mma_reads_stage="(s + 1) % STAGES")
+    r = check(src)
+    assert r.verdict == "counterexample", r.reason
+    assert any(f.code == "CS201" for f in r.findings)

@@ -1297,7 +1297,8 @@ class _Converter:
             acq = op.scope if op.sem in ("acquire", "acq_rel") else None
             return ir.FlagWait(op.span, self.n.flag(op.flag), op.cmp, op.value, acq, self.lanes(op.mask))
         if isinstance(op, ir.NamedBarrier):
-            return ir.NamedBarrier(op.span, op.barrier_id, op.threads, op.arriving, op.wait, self.lanes(op.lanes))
+            return ir.NamedBarrier(op.span, op.barrier_id, op.threads, op.arriving, op.wait, self.lanes(op.lanes),
+                                   id_text=op.id_text)
         if isinstance(op, ir.Choice):
             return ir.Choice(op.span, [self.convert(alt) for alt in op.alternatives], op.shared,
                              op.swapped, op.enum)

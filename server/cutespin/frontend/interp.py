@@ -2089,6 +2089,8 @@ class KernelInterp:
             # TMEM column offsets name the buffers carved out of one allocation (P13).
             known = _is_int(b) and a.offset != TMEM_UNKNOWN_OFFSET
             return a.at(offset=op(a.offset, b) if known else TMEM_UNKNOWN_OFFSET)
+        if isinstance(a, Smem) and a.stage_elems and op in (operator.add, operator.sub) and _is_int(b):
+            return _staged_offset(a, op(a.offset, b))
         if isinstance(a, Smem) and op in (operator.add, operator.sub) and _is_int(b):
             return a.at(offset=op(a.offset, b), sub=("offset", op(a.offset, b)))
         if isinstance(a, Gmem) and op in (operator.add, operator.sub) and _is_int(b):
@@ -2523,8 +2525,12 @@ class KernelInterp:
             if _view_name(meth) or meth in ("iterator", "data_ptr"):
                 return base
             return Unknown(f"{meth} of a register tensor")
-        if isinstance(base, Smem) and meth in ("subview", "advance_start_address") and len(args) == 1:
+        if isinstance(base, Smem) and meth == "subview" and len(args) == 1:
             return self.binop(operator.add, base, args[0])  # a pointer to element i (frost's rings)
+        if isinstance(base, Smem) and meth == "advance_start_address":
+            # An MMA descriptor stepping to its next k-block (in 16-byte units): the same operand
+            # tile, which the MMA reads whole.
+            return base
         if isinstance(base, Smem):
             if meth in ("data_ptr", "iterator", "align", "toint", "get_tensor"):
                 if meth == "get_tensor" and args:
@@ -2990,19 +2996,38 @@ class KernelInterp:
             # bar.sync takes one id per warp: the active lanes' common value (`base + warp_group`).
             ids = {barrier_id.vals[i] for i in range(32) if self.mask >> i & 1}
             barrier_id = ids.pop() if len(ids) == 1 else barrier_id
+        id_text = None
+        if isinstance(barrier_id, Unknown) and barrier_id.key is not None:
+            barrier_id, id_text = self.symbolic_barrier_id(barrier_id.key, node)
         if not _is_int(barrier_id):
             self.unmodeled(node, "named barrier", "barrier id is not known")
             return
         if threads is not None and not _is_int(threads):
-            self.registry.assume(f"line {self.span(node).line}: the thread count of named barrier {int(barrier_id)} "
+            shown = f"`{id_text}`" if id_text else int(barrier_id)
+            self.registry.assume(f"line {self.span(node).line}: the thread count of named barrier {shown} "
                                  f"is not known ({getattr(threads, 'why', 'runtime value')}): taken to be the "
                                  f"threads of the warps that use it")
             threads = DerivedThreads(*_term_plus_constant(threads))
         elif threads is not None and threads <= 0:
-            self.registry.static(ir.StaticFinding("deadlock", f"named barrier {barrier_id} waits for {threads} threads",
+            self.registry.static(ir.StaticFinding("deadlock", f"named barrier {id_text or barrier_id} waits for {threads} threads",
                                                   self.span(node)))
             return
-        self.emit(ir.NamedBarrier(self.span(node), int(barrier_id), threads, 32, wait, self.mask))
+        self.emit(ir.NamedBarrier(self.span(node), int(barrier_id), threads, 32, wait, self.mask, id_text=id_text))
+
+    def symbolic_barrier_id(self, key, node) -> tuple:
+        """A named barrier id that does not fold but is one CTA-uniform value (`cfg.inverse_barrier_id`
+        of a host config): every use of that value is one barrier, numbered above the hardware ids,
+        and taken to differ from every other id the kernel uses (stated)."""
+        ids = self.registry.symbolic_ids
+        if key not in ids:
+            args = node.args if isinstance(node, cst.Call) else ()
+            arg = next((a.value for a in args if a.keyword is None or "id" in a.keyword.value), None)
+            text = self.code(arg) if arg is not None else f"id at line {self.span(node).line}"
+            text = text if len(text) <= 60 else text[:57] + "..."
+            ids[key] = (ir.SYMBOLIC_BARRIER_IDS + len(ids), text)
+            self.registry.assume(f"named barrier id `{text}` does not fold: taken as one barrier wherever that value "
+                                 f"is used, different from every other id in the kernel (pin it to check a value)")
+        return ids[key]
 
 
 @dataclass
@@ -3290,6 +3315,7 @@ class Registry:
         self.unmodeled: dict = {}
         self.assumptions: list = []
         self.statics: list = []
+        self.symbolic_ids: dict = {}  # uniform term of a named barrier id that did not fold -> its number
         self.steps = 0  # statements interpreted for this kernel (MAX_KERNEL_STEPS)
         self.shared: dict = {}  # (cta, uniform term) -> number of the shared condition value
         # Uniform values compared with constants (`Choice.enum`): (cta, term) -> number, and the
@@ -3670,6 +3696,28 @@ def h_map_dsmem(it, args, kwargs, node):
     if isinstance(ptr, Smem):
         it.unmodeled(node, "map_dsmem_ptr", "the target CTA rank is not known")
     return Unknown("dsmem pointer")
+
+
+def h_store_async_dsmem(it, args, kwargs, node):
+    """`store_async_dsmem(ptr, value, mbar, peer_rank)`: st.async of 4 bytes per 32-bit word of
+    `value` into the peer CTA's copy of `ptr`, completing those bytes on the peer's copy of `mbar`
+    (mbarrier::complete_tx), by every active lane: the asynchronous write of a TMA load."""
+    ptr, value, bar, rank = (_kw(args, kwargs, 0, "smem_ptr"), _kw(args, kwargs, 1, "value"),
+                             _kw(args, kwargs, 2, "mbar_ptr"), _kw(args, kwargs, 3, "peer_cta_rank"))
+    words = len(value) if isinstance(value, (tuple, list)) else 1
+    bar = it.bar_of(bar, node)
+    if bar is None:
+        return None
+    if not isinstance(ptr, Smem) or ptr.tmem:
+        it.unmodeled(node, "cute.arch.store_async_dsmem", "the destination could not be resolved")
+        return None
+    if not _is_int(rank):
+        it.unmodeled(node, "cute.arch.store_async_dsmem", "the target CTA rank is not known")
+        return None
+    peer = (it.ctx.cta // it.ctx.cluster) * it.ctx.cluster + int(rank) % it.ctx.cluster
+    it.emit(RawTmaLoad(it.span(node), bar.at(cta=peer, remote=True), ptr.at(cta=peer, remote=True, inexact=True),
+                       it.mask, nbytes=4 * words * _popcount(it.mask)))
+    return None
 
 
 def h_fence_view_async_shared(it, args, kwargs, node):
@@ -4253,6 +4301,21 @@ def _immediate(it, node, n, index: int, name: str):
     return n
 
 
+def _staged_offset(a: Smem, offset: int) -> Smem:
+    """A pointer `offset` elements into a declared-staged array (Smem.stage_elems): from the
+    array's start it selects the stage the offset falls in; inside a stage it stays there. An
+    offset outside the array, or one that leaves its stage, is somewhere in the array (P16)."""
+    per = a.stage_elems
+    if a.stage is None:
+        stage, inner = divmod(offset, per)
+        if 0 <= stage < (a.stages or 0):
+            return a.at(stage=stage, offset=inner, sub=("offset", inner) if inner else None)
+        return a.at(offset=0, inexact=True)
+    if 0 <= offset < per:
+        return a.at(offset=offset, sub=("offset", offset) if offset else None)
+    return a.at(stage=None, offset=0, inexact=True)
+
+
 def _has_call(expr) -> bool:
     found = []
 
@@ -4283,7 +4346,7 @@ def h_copy(it: KernelInterp, args, kwargs, node):
     span = it.span(node)
     bar = kwargs.get("tma_bar_ptr")
     if "tma_bar_ptr" in kwargs:
-        if not isinstance(bar, Smem):
+        if not isinstance(bar, Smem) or bar.inexact:
             it.unmodeled(node, "TMA copy", "the transaction barrier could not be resolved")
             return None
         return emit_tma_load(it, bar, dst, kwargs.get("mcast_mask"), isinstance(atom, TmaAtom) and atom.ctas == 2, node)
@@ -5007,7 +5070,31 @@ def h_array(it, args, kwargs, node):
     nbytes = int(count) * dtype.bits // 8 if isinstance(dtype, DType) and _is_int(count) else None
     buf = Smem(alloc=f"array@{span.line}:{span.column}", label=it.assign_name or f"smem@{span.line}",
                cta=it.ctx.cta)
+    staged = _declared_stages(it, node)
+    if staged is not None and isinstance(dtype, DType):
+        stages, per = staged
+        it.registry.assume(STAGED_ARRAY.format(label=buf.label, stages=stages, per=per))
+        return buf.at(stages=stages, stage_elems=per, nbytes=per * dtype.bits // 8)
     return buf.at(nbytes=nbytes, flat=nbytes is not None)
+
+
+STAGED_ARRAY = ("`{label}` is declared as {stages} x {per} elements: taken as {stages} stages of {per} elements, each "
+                "access through a pointer into a stage staying in that stage")
+MAX_DECLARED_STAGES = 16
+
+
+def _declared_stages(it, node) -> Optional[tuple]:
+    """(stages, elements per stage) of `cutlass.Array(dt, A * B, ...)` whose factors fold: the
+    smaller factor, at most MAX_DECLARED_STAGES, is the stage count. None for any other size."""
+    size = node.args[1].value if isinstance(node, cst.Call) and len(node.args) > 1 and node.args[1].keyword is None \
+        else None
+    if not isinstance(size, cst.BinaryOperation) or not isinstance(size.operator, cst.Multiply) or _has_call(size):
+        return None
+    a, b = it.eval(size.left), it.eval(size.right)
+    if not (_is_int(a) and _is_int(b)) or isinstance(a, bool) or isinstance(b, bool):
+        return None
+    stages, per = sorted((int(a), int(b)))
+    return (stages, per) if 2 <= stages <= MAX_DECLARED_STAGES and per > stages else None
 
 
 def h_alloc_smem(it, args, kwargs, node):
@@ -5246,6 +5333,7 @@ CALLS: dict = {
     "pipeline.NamedBarrier": h_named_barrier, "pipeline.sync": h_pipeline_sync,
     "pipeline.arrive": h_pipeline_arrive, "pipeline.arrive_and_wait": h_pipeline_arrive_and_wait,
     "pipeline.pipeline_init_arrive": h_init_arrive, "pipeline.pipeline_init_wait": h_init_wait,
+    "arch.store_async_dsmem": h_store_async_dsmem,
     "SmemAllocator": h_allocator, "Array": h_array, "globals": h_globals, "const_expr": h_const_expr, "print": h_printf,
     "functools.partial": h_partial, "cutlass_dsl.if_generate": h_if_generate, "if_generate": h_if_generate,
     "isinstance": h_isinstance, "hasattr": h_hasattr,

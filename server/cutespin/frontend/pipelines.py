@@ -818,7 +818,7 @@ def clc_query(it, bar, node, response=None):
     (like a 16-byte TMA load), so reading it before the wait is a race."""
     from .interp import RawTmaLoad, _lowest
 
-    if not isinstance(bar, Smem):
+    if not isinstance(bar, Smem) or bar.inexact:
         it.unmodeled(node, "CLC query", "the response barrier could not be resolved")
         return None
     lane = _lowest(it.mask)
@@ -863,7 +863,7 @@ def h_tcgen05_commit(it, args, kwargs, node):
 
     bar = args[0] if args else kwargs.get("mbar_ptr")
     mask = kwargs.get("mask", args[1] if len(args) > 1 else None)
-    if not isinstance(bar, Smem):
+    if not isinstance(bar, Smem) or bar.inexact:
         it.unmodeled(node, "tcgen05.commit", "the barrier could not be resolved")
         return None
     if mask is None:

@@ -11,7 +11,10 @@ the operations the model already has for the CuTe layer:
   that signals the issuing thread's MMAs, as `tcgen05.commit`;
 - raw TMEM pointers (`make_tmem_ptr(tmem_base + column, dtype)`), `tcgen05_ld` / `tcgen05_wait`
   (an asynchronous read retired by `wait::ld`, as a `cute.copy` from TMEM and
-  fence_view_async_tmem_load), `tcgen05_st`, `tcgen05_cp`.
+  fence_view_async_tmem_load), `tcgen05_st`, `tcgen05_cp`;
+- `ldmatrix` / `stmatrix` (warp reads and writes of shared memory), `fence_proxy` by proxy kind,
+  the tensormap-proxy `fence_proxy_release` / `_acquire` and `tensormap_replace` (descriptor
+  updates), `clusterlaunchcontrol_try_cancel` (the CLC query), `red` (an atomic).
 
 A raw TMEM address is a number the kernel computes (lane in the upper half, column in the
 lower), and an access covers as many columns as its shape and repeat count say, which the model
@@ -46,9 +49,8 @@ def _cta_group(v):
 
 
 def _tensor_load(it, args, kwargs, node, what: str, cluster: bool):
-    dst, bar = _kw(args, kwargs, 0, "dst_mem"), _kw(args, kwargs, 3, "mbar")
-    if not isinstance(bar, Smem):
-        it.unmodeled(node, what, "the transaction barrier could not be resolved")
+    dst, bar = _kw(args, kwargs, 0, "dst_mem"), it.bar_of(_kw(args, kwargs, 3, "mbar"), node)
+    if bar is None:
         return None
     if not isinstance(dst, Smem):
         it.unmodeled(node, what, "the destination in shared memory could not be resolved")
@@ -98,7 +100,8 @@ def h_commit(it, args, kwargs, node):
     if group == 2 and mask is not None and it.ctx.cluster < 2:
         it.unmodeled(node, "primitives.tcgen05_commit(group=CTA_2)", "a 2-CTA commit outside a cluster of 2 or more CTAs")
         return None
-    return P.h_tcgen05_commit(it, [_kw(args, kwargs, 0, "addr")], {"mask": mask}, node)
+    bar = it.bar_of(_kw(args, kwargs, 0, "addr"), node)
+    return None if bar is None else P.h_tcgen05_commit(it, [bar], {"mask": mask}, node)
 
 
 def h_smem_descriptor(it, args, kwargs, node):
@@ -216,6 +219,68 @@ def h_red(it, args, kwargs, node):
     return None
 
 
+def h_ldmatrix(it, args, kwargs, node):
+    """`ldmatrix(ptr, num, layout)`: the warp reads 8x8 tiles whose rows each lane's `ptr` names,
+    a read of the buffer (its elements not tracked: inexact, P16)."""
+    return _matrix_access(it, _kw(args, kwargs, 0, "ptr"), False, node, "primitives.ldmatrix")
+
+
+def h_stmatrix(it, args, kwargs, node):
+    """`stmatrix(ptr, sources, layout)`: the warp writes 8x8 tiles, as ldmatrix in reverse."""
+    return _matrix_access(it, _kw(args, kwargs, 0, "ptr"), True, node, "primitives.stmatrix")
+
+
+def _matrix_access(it, ptr, write: bool, node, what):
+    if isinstance(ptr, Smem) and not ptr.tmem:
+        it.access(ptr.at(inexact=True), write, node)
+    else:
+        it.unmodeled(node, what, "the pointer could not be resolved to a shared-memory buffer")
+    return None if write else Unknown("matrix fragment")
+
+
+def _names_tensormap(*values) -> bool:
+    return any(_kind_name(v) == "tensormap" for v in values)
+
+
+def _one_way_proxy_fence(name: str):
+    """`fence_proxy_release(scope, from_proxy=GENERIC, to_proxy=TENSORMAP)` /
+    `fence_proxy_acquire(scope, addr, size, ...)`: the tensormap-proxy fences around a TMA
+    descriptor update, as `fence_tma_desc_release` / `_acquire` (TENSORMAP_PROXY)."""
+    def h(it, args, kwargs, node):
+        if not _names_tensormap(kwargs.get("from_proxy"), kwargs.get("to_proxy")):
+            it.unmodeled(node, f"primitives.{name}", "only the tensormap proxy fences are modeled")
+            return None
+        it.registry.assume(I.TENSORMAP_PROXY)
+        return None
+    return h
+
+
+def h_tensormap_replace(it, args, kwargs, node):
+    """`tensormap_replace(field, desc_ptr, new_value=)`: a write of the TMA descriptor in memory
+    (TENSORMAP_PROXY: the TMA unit's reads of it are not modeled)."""
+    desc = _kw(args, kwargs, 1, "addr")
+    if not isinstance(desc, (Smem, I.Gmem)) or isinstance(desc, Smem) and desc.tmem:
+        it.unmodeled(node, "primitives.tensormap_replace", "the descriptor's address could not be resolved")
+        return None
+    it.registry.assume(I.TENSORMAP_PROXY)
+    it.access(desc.at(inexact=True) if isinstance(desc, Smem) else desc, True, node)
+    return None
+
+
+def h_clc_try_cancel(it, args, kwargs, node):
+    """`clusterlaunchcontrol_try_cancel(response, mbar, multicast=1)`: the cluster launch control
+    query, its 16-byte response written into `response` of every CTA of the cluster, completing
+    on `mbar` (as cute.arch.issue_clc_query)."""
+    response, bar = _kw(args, kwargs, 0, "addr"), _kw(args, kwargs, 1, "mbar")
+    multicast = kwargs.get("multicast")
+    if it.ctx.cluster > 1 and multicast in (None, 0, False):
+        it.unmodeled(node, "primitives.clusterlaunchcontrol_try_cancel",
+                     "a query without multicast in a cluster (its response reaches one CTA only)")
+        return None
+    bar = it.bar_of(bar, node)
+    return None if bar is None else P.clc_query(it, bar, node, response)
+
+
 def h_tmem_thread_sync_fence(it, args, kwargs, node):
     it.registry.assume(TMEM_THREAD_SYNC_FENCE)
     return None
@@ -234,4 +299,9 @@ HANDLERS = {
     "primitives.tcgen05_ld": h_tmem_load, "primitives.tcgen05_st": h_tmem_store, "primitives.tcgen05_cp": h_tmem_copy,
     "primitives.tcgen05_wait": h_tmem_wait, "primitives.tcgen05_fence": h_tmem_thread_sync_fence,
     "primitives.fence_proxy": h_fence_proxy, "primitives.red": h_red,
+    "primitives.ldmatrix": h_ldmatrix, "primitives.stmatrix": h_stmatrix,
+    "primitives.fence_proxy_release": _one_way_proxy_fence("fence_proxy_release"),
+    "primitives.fence_proxy_acquire": _one_way_proxy_fence("fence_proxy_acquire"),
+    "primitives.tensormap_replace": h_tensormap_replace,
+    "primitives.clusterlaunchcontrol_try_cancel": h_clc_try_cancel,
 }

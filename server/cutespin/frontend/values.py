@@ -124,6 +124,10 @@ class Smem:
     # for a pointer `buf.iterator + k`. Regions ignore it (a stage is one region), so two copies
     # into different parts share a region; build_models marks such accesses inexact (P16).
     sub: Optional[tuple] = None
+    # An array declared as `STAGES * elements` (`cutlass.Array(dt, STAGES * n, space=smem)`, cuDNN
+    # frost): the elements of one stage. Pointer arithmetic from the array's start selects the
+    # stage its offset falls in (interp `binop`); the array itself, no stage, is every stage.
+    stage_elems: Optional[int] = None
 
     def at(self, **kw) -> "Smem":
         return replace(self, **kw)

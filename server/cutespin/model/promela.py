@@ -878,8 +878,9 @@ class Lowering:
             stmts.append(f"nn[{i}] = nn[{i}] + {op.arriving}")
             stmts += self.release_into(f"na{i}", pi, (1 << len(p.lane_classes)) - 1, False)
             stmts.append(self.complete_named(i, total))
+            shown = f"`{op.id_text}`" if op.id_text else str(op.barrier_id)
             label = "sync_threads" if op.barrier_id == 0 and op.threads is None else (
-                f"named barrier {op.barrier_id}" + (f" ({op.threads} threads)" if op.threads else ""))
+                f"named barrier {shown}" + (f" ({op.threads} threads)" if op.threads else ""))
             self.emit(indent + self.dstep(stmts),
                       info(f"{'arrives at' if not op.wait else 'arrives and waits at'} {label}", "named_arrive"))
             if op.wait:
