@@ -26,6 +26,12 @@ import zipfile
 from collections import Counter
 from pathlib import Path
 
+# Measure this checkout's checker (a worktree of another commit included), not whatever the
+# editable install points to: each file's child process imports `cutespin` from here.
+_SERVER = Path(__file__).resolve().parents[1] / "server"
+if str(_SERVER) not in sys.path:
+    sys.path.insert(0, str(_SERVER))
+
 PINNED = [
     ("quack-kernels", "0.6.5"), ("flash-attn-4", "4.0.0b36"), ("nvidia-cudnn-frontend", "1.32.0"),
     ("lightmoe", "0.1.0"), ("sonic-moe", "0.1.2.post1"), ("fast-trimul", "3.0.6"), ("flash-msa", "0.1.1"),

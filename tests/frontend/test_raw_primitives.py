@@ -373,3 +373,51 @@ def test_reading_the_stage_the_producer_refills_is_a_race_between_stages(require
     r = check(src)
     assert r.verdict == "counterexample", r.reason
     assert any(f.code == "CS201" for f in r.findings)
+
+
+def test_an_array_view_of_a_pointer_is_that_memory_and_data_ptr_offsets_it(require_spin):
+    # `cutlass.Array(base=ptr.data_ptr(k), shape=n, dtype=dt)`: the epilogue staging view cuDNN's
+    # gated attention stores through; `mbarrier_wait_parity` is the try-wait without a time limit.
+    def src(wait: bool, fenced: bool = True) -> str:
+        fence = "prims.fence_proxy(prims.Proxy.ASYNC_SHARED, space=prims.SharedSpace.shared_cta)" if fenced else ""
+        spin = ("while not prims.mbarrier_wait_parity(bar.subview(0), 0, prims.MBarrierWait.TRY):\n"
+                "    pass\n") if wait else ""
+        return kernel(f"""\
+bar = cutlass.Array(cutlass.Int64, 1, space=SMEM)
+sD = cutlass.Array(cutlass.BFloat16, STAGES * 4096, space=SMEM)
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp == 0:
+    if prims.elect_sync():
+        prims.mbarrier_init(bar.subview(0), 32)
+prims.fence_mbarrier_init()
+prims.barrier_cta_sync(0)
+if warp == 0:
+    tile = cutlass.Array(base=sD.data_ptr(4096), shape=4096, dtype=cutlass.BFloat16)
+    prims.store_ext(cutlass.BFloat16(1.0), tile.subview(0), shared_space=prims.SharedSpace.shared_cta)
+    {fence}
+    prims.mbarrier_arrive(bar.subview(0))
+else:
+    {spin.replace(chr(10), chr(10) + "    ").rstrip()}
+    if prims.elect_sync():
+        prims.cp_async_bulk_tensor_global_shared_cta(mA.iterator, sD.data_ptr(4096), (0, 0))
+        prims.cp_async_bulk_commit_group()
+        prims.cp_async_bulk_wait_group(0, read=True)
+""")
+    m = model(src(True))
+    assert not m.unmodeled, m.unmodeled
+    stores = [op for p in m.processes for op in ir.walk(p.variants[-1]) if isinstance(op, (ir.Access, ir.TmaStore))]
+    assert {op.region.name for op in stores} == {"sD[stage 1] (CTA 0)"}, [op.region.name for op in stores]
+    assert check(src(True)).verdict == "verified"
+    assert any(f.code == "CS201" for f in check(src(False)).findings)
+    # The generic stores reach the TMA store (async proxy) only through the proxy fence.
+    assert [f.code for f in check(src(True, fenced=False)).findings] == ["CS501"]
+
+
+def test_a_stage_count_the_template_leaves_to_its_generator_takes_the_default(require_spin):
+    # cuDNN's frost templates never bind `ab_stages`: the code that renders them prepends it.
+    src = ring().replace("STAGES = 2\n", "").replace("STAGES", "ab_stages")
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    assert len(m.barriers) == 4, m.barriers
+    assert any("`ab_stages` is not bound in the module" in a for a in m.assumptions), m.assumptions
+    assert check(src).verdict == "verified"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
 import libcst as cst
+import libcst.helpers  # noqa: F401  (cst.helpers)
 import libcst.matchers as cst_matchers
 
 from .. import ir
@@ -354,6 +355,55 @@ def _target_names(t) -> list:
     if isinstance(t, (cst.Tuple, cst.List)):
         return [n for e in t.elements for n in _target_names(e.value)]
     return []
+
+
+def _bound_names(info) -> frozenset:
+    """Every name the module binds anywhere: assignment and loop targets, parameters, `as` names,
+    imports, definitions. A name outside it is one the module never binds (a template hole)."""
+    cached = info.derived.get("bound_names")
+    if cached is not None:
+        return cached
+    names: set = set()
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n):
+            names.update(_target_names(n.target))
+
+        def visit_AnnAssign(self, n):
+            names.update(_target_names(n.target))
+
+        def visit_AugAssign(self, n):
+            names.update(_target_names(n.target))
+
+        def visit_For(self, n):
+            names.update(_target_names(n.target))
+
+        def visit_CompFor(self, n):
+            names.update(_target_names(n.target))
+
+        def visit_Param(self, n):
+            names.add(n.name.value)
+
+        def visit_AsName(self, n):
+            names.update(_target_names(n.name))
+
+        def visit_ImportAlias(self, n):
+            if n.asname is None:
+                names.add(cst.helpers.get_full_name_for_node(n.name).split(".")[0])
+
+        def visit_NamedExpr(self, n):
+            names.update(_target_names(n.target))
+
+        def visit_FunctionDef(self, n):
+            names.add(n.name.value)
+
+        def visit_ClassDef(self, n):
+            names.add(n.name.value)
+
+    info.module.visit(V())
+    frozen = frozenset(names)
+    info.derived["bound_names"] = frozen
+    return frozen
 
 
 def _package_function(module, func, project) -> Optional["FuncRef"]:
@@ -1761,6 +1811,13 @@ class KernelInterp:
                     "zip", "enumerate", "isinstance", "sum", "any", "all", "str", "round", "object", "super",
                     "getattr", "hasattr", "type"):
             return ModuleRef(name)
+        if is_stage_count_name(name) and self.info.path == "" and name not in _bound_names(self.info):
+            # A stage count the module uses but never binds: a template whose generator prepends
+            # `ab_stages = N` (cuDNN frost). Like any stage count that does not fold, the smallest
+            # ring that still wraps, stated.
+            self.registry.assume(f"`{name}` is not bound in the module (a value the code that renders it supplies): "
+                                 f"taken to be {DEFAULT_STAGES} stages")
+            return DEFAULT_STAGES
         return Unknown(f"name {name}")
 
     def ref(self, qualname: str):
@@ -2531,6 +2588,8 @@ class KernelInterp:
             # An MMA descriptor stepping to its next k-block (in 16-byte units): the same operand
             # tile, which the MMA reads whole.
             return base
+        if isinstance(base, Smem) and meth == "data_ptr" and len(args) == 1 and not base.tmem:
+            return self.binop(operator.add, base, args[0])  # `arr.data_ptr(k)`: a pointer k elements in
         if isinstance(base, Smem):
             if meth in ("data_ptr", "iterator", "align", "toint", "get_tensor"):
                 if meth == "get_tensor" and args:
@@ -5061,6 +5120,9 @@ def h_array(it, args, kwargs, node):
     elements of shared memory declared where they are used, one allocation per call site like
     `SmemAllocator.allocate_array`; its `.subview(i)` is element i (an mbarrier of a ring). An
     array in any other space is registers: the generic call."""
+    view = kwargs.get("base")
+    if isinstance(view, Smem):
+        return view  # `Array(base=ptr, shape=n, dtype=dt)`: a typed view of memory the pointer names
     space = kwargs.get("space")
     if not _names_smem_space(space):
         return it.unknown_call("Array", args, kwargs, node)
@@ -5491,6 +5553,7 @@ CALLS.update({
     "primitives.mbarrier_init": h_mbarrier_init, "primitives.mbarrier_arrive": h_mbarrier_arrive,
     "primitives.mbarrier_arrive_expect_tx": h_arrive_expect_tx,
     "primitives.mbarrier_try_wait_parity": h_try_wait, "primitives.mbarrier_test_wait_parity": h_try_wait,
+    "primitives.mbarrier_wait_parity": h_try_wait,
     "primitives.cp_async_bulk_shared_cluster_global": h_prim_bulk_copy,
     "primitives.cp_async_shared_global": h_prim_cp_async,
     "primitives.cp_async_commit_group": h_cp_async_commit, "primitives.cp_async_wait_group": h_cp_async_wait,
