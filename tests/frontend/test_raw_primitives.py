@@ -154,6 +154,7 @@ def mma_pipeline(commit_before_mma: bool = False) -> str:
     return kernel(RING_SETUP + f"""\
 bufs = (cutlass.Array(cutlass.Float16, 4096, space=SMEM), cutlass.Array(cutlass.Float16, 4096, space=SMEM))
 idesc = prims.Tcgen05InstrDesc.build(m=128, n=128)
+mx_idesc = prims.Tcgen05MxInstrDesc.build(m=128, n=128)  # register values: nothing to model
 acc = prims.make_tmem_ptr(0, cutlass.Float32)
 if warp == 0:
     for k in cutlass.range(n):

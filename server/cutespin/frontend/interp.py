@@ -5521,7 +5521,8 @@ def h_prim_tmem_alloc(it, args, kwargs, node):
 
 # Register-only operations (warp exchanges and reductions, packing and conversions): no memory,
 # no barrier, like the DSL's own shuffles and warp reductions (BUILTIN_PURE).
-PRIMITIVES_PURE = {"Tcgen05InstrDesc.build", "TmemAddr.from_row_col", "shfl_sync", "setmaxregister",
+PRIMITIVES_PURE = {"Tcgen05InstrDesc.build", "Tcgen05MxInstrDesc.build", "Tcgen05MxOmmaInstrDesc.build",
+                   "TmemAddr.from_row_col", "shfl_sync", "setmaxregister",
                    "prefetch_tensormap", "vote_sync", "redux_sync", "prmt", "mov_b32", "cvt_packfloat",
                    "cvt_packfloat_f32", "add_packed_f32x2", "sub_packed_f32x2", "mul_packed_f32x2",
                    "fma_packed_f32x2", "popc", "bfind", "vote_ballot_sync", "vote_all_sync", "vote_any_sync"}

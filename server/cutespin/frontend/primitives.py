@@ -294,7 +294,7 @@ HANDLERS = {
     "primitives.cp_async_bulk_wait_group": h_bulk_wait,
     "primitives.tcgen05_commit": h_commit,
     "primitives.tcgen05_mma": h_mma,
-    "primitives.Tcgen05SmemDesc.build": h_smem_descriptor,
+    "primitives.Tcgen05SmemDesc.build": h_smem_descriptor, "primitives.WgmmaSmemDesc.build": h_smem_descriptor,
     "primitives.make_tmem_ptr": h_make_tmem_ptr, "primitives.make_tmem_ptr_from_warp_row_col": h_make_tmem_ptr,
     "primitives.tcgen05_ld": h_tmem_load, "primitives.tcgen05_st": h_tmem_store, "primitives.tcgen05_cp": h_tmem_copy,
     "primitives.tcgen05_wait": h_tmem_wait, "primitives.tcgen05_fence": h_tmem_thread_sync_fence,
