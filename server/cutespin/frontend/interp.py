@@ -5150,8 +5150,9 @@ def _declared_stages(it, node) -> Optional[tuple]:
     smaller factor, at most MAX_DECLARED_STAGES, is the stage count. None for any other size."""
     size = node.args[1].value if isinstance(node, cst.Call) and len(node.args) > 1 and node.args[1].keyword is None \
         else None
-    if not isinstance(size, cst.BinaryOperation) or not isinstance(size.operator, cst.Multiply) or _has_call(size):
-        return None
+    if not isinstance(size, cst.BinaryOperation) or not isinstance(size.operator, cst.Multiply) or _has_call(size) \
+            or cst_matchers.findall(size, cst_matchers.Subscript()):
+        return None  # evaluated a second time here: only names, attributes and arithmetic (no loads)
     a, b = it.eval(size.left), it.eval(size.right)
     if not (_is_int(a) and _is_int(b)) or isinstance(a, bool) or isinstance(b, bool):
         return None
