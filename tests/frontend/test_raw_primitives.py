@@ -3,6 +3,8 @@
 `mbarrier_try_wait_parity`, TMA tensor loads and stores, `tcgen05_mma` on SMEM descriptors with
 `tcgen05_commit`, raw TMEM pointers with `tcgen05_ld` / `tcgen05_wait`, and module parameters
 a generator injects with `globals().get`."""
+import pytest
+
 from cutespin import api, ir
 from cutespin.config import Settings
 from cutespin.frontend import build_models
@@ -302,31 +304,16 @@ prims.fence_proxy_release(prims.MemScope.GPU, from_proxy=prims.Proxy.GENERIC, to
     assert any(isinstance(op, ir.Access) and op.write for op in ir.walk(m.processes[0].variants[-1]))
 
 
-def test_a_cluster_launch_control_query_writes_its_response_and_completes_its_barrier(require_spin):
-    def src(wait: bool) -> str:
-        spin = "while not prims.mbarrier_try_wait_parity(bar.subview(0), 0):\n    pass\n" if wait else ""
-        return kernel(f"""\
-bar = cutlass.Array(cutlass.Int64, 1, space=SMEM)
-response = cutlass.Array(cutlass.Int32, 4, space=SMEM)
-warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-if warp == 0:
-    if prims.elect_sync():
-        prims.mbarrier_init(bar.subview(0), 1)
-prims.fence_mbarrier_init()
-prims.barrier_cta_sync(0)
-if warp == 0:
-    if prims.elect_sync():
-        prims.mbarrier_arrive_expect_tx(bar.subview(0), 16)
-        prims.clusterlaunchcontrol_try_cancel(response.subview(0), bar.subview(0), multicast=1)
-{spin}v = prims.load_ext(response.subview(0), dtype=cutlass.Int32, count=4, shared_space=prims.SharedSpace.shared_cta)
-""")
-    assert not model(src(True)).unmodeled
-    assert check(src(True)).verdict == "verified"
-    early = check(src(False))
-    assert any(f.code == "CS201" for f in early.findings), early.reason
+ASYNC_WRITERS = {
+    # the CLC query writes its 16-byte response into every CTA of the cluster
+    "clc": "prims.clusterlaunchcontrol_try_cancel(slot.subview(0), bar.subview(0), multicast=1)",
+    # st.async of four 32-bit words into the peer's (here: this CTA's) copy of `slot`
+    "dsmem": "cute.arch.store_async_dsmem(slot.subview(0), (1, 2, 3, 4), bar.subview(0), 0)",
+}
 
 
-def test_an_async_dsmem_store_completes_its_bytes_on_the_peer_barrier(require_spin):
+@pytest.mark.parametrize("writer", sorted(ASYNC_WRITERS))
+def test_an_async_write_completes_its_bytes_on_its_barrier(require_spin, writer):
     def src(wait: bool) -> str:
         spin = "while not prims.mbarrier_try_wait_parity(bar.subview(0), 0):\n    pass\n" if wait else ""
         return kernel(f"""\
@@ -341,7 +328,7 @@ prims.barrier_cta_sync(0)
 if warp == 0:
     if prims.elect_sync():
         prims.mbarrier_arrive_expect_tx(bar.subview(0), 16)
-        cute.arch.store_async_dsmem(slot.subview(0), (1, 2, 3, 4), bar.subview(0), 0)
+        {ASYNC_WRITERS[writer]}
 {spin}v = prims.load_ext(slot.subview(0), dtype=cutlass.Int32, count=4, shared_space=prims.SharedSpace.shared_cta)
 """)
     assert not model(src(True)).unmodeled
