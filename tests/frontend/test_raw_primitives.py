@@ -409,3 +409,89 @@ def test_a_stage_count_the_template_leaves_to_its_generator_takes_the_default(re
     assert len(m.barriers) == 4, m.barriers
     assert any("`ab_stages` is not bound in the module" in a for a in m.assumptions), m.assumptions
     assert check(src).verdict == "verified"
+
+
+FROST_STATE = """
+
+class RingState(NamedTuple):
+    idx: object
+    phase: object
+
+    @classmethod
+    def start(cls, phase: int = 0):
+        return cls(idx=cutlass.Int32(0), phase=cutlass.Int32(phase))
+
+    @staticmethod
+    def stages_of(n):
+        return n
+
+
+def advance(state, stages):
+    incr = state.idx + cutlass.Int32(1)
+    return RingState(idx=incr % cutlass.Int32(stages), phase=state.phase ^ (incr // cutlass.Int32(stages)))
+"""
+
+
+def branchy_loads(k_side_copies: int = 1) -> str:
+    """frost's token-tile load: one expect of bytes that do not fold, then the Q tile or the K
+    tile into the same stage on the sides of a runtime branch; the ring indexed by a
+    `NamedTuple` state that a `@classmethod` starts and a plain function advances."""
+    k_copies = "\n".join(
+        ["                prims.cp_async_bulk_tensor_shared_cta_global(bufs[st.idx], mA.iterator, (1, t), full.subview(st.idx))"]
+        * k_side_copies)
+    return kernel(RING_SETUP + f"""\
+bufs = [cutlass.Array(cutlass.Float16, 4096, space=SMEM) for _ in range(STAGES)]
+if warp == 0:
+    st = RingState.start(phase=RingState.stages_of(1))
+    for t in cutlass.range(n):
+        while not prims.mbarrier_try_wait_parity(empty.subview(st.idx), st.phase):
+            pass
+        if prims.elect_sync():
+            prims.mbarrier_arrive_expect_tx(full.subview(st.idx), mA.shape[1] * 2)
+        if t < mA.shape[2]:
+            if prims.elect_sync():
+                prims.cp_async_bulk_tensor_shared_cta_global(bufs[st.idx], mA.iterator, (0, t), full.subview(st.idx))
+        else:
+            if prims.elect_sync():
+{k_copies}
+        st = advance(st, STAGES)
+else:
+    st = RingState.start()
+    for t in cutlass.range(n):
+        while not prims.mbarrier_try_wait_parity(full.subview(st.idx), st.phase):
+            pass
+        v = bufs[st.idx][0]
+        if prims.elect_sync():
+            prims.mbarrier_arrive(empty.subview(st.idx))
+        st = advance(st, STAGES)
+""", top="from typing import NamedTuple\n" + FROST_STATE)
+
+
+def test_a_namedtuple_ring_state_with_a_classmethod_and_loads_on_branch_sides_is_verified(require_spin):
+    src = branchy_loads()
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    expects = [op for p in m.processes for op in ir.walk(p.variants[-1]) if isinstance(op, ir.MbArrive) and op.tx]
+    assert expects and all(op.tx == 1 for op in expects), [op.tx for op in expects]  # one copy per side, not two
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+    assert any("match the TMA copies" in a for a in r.assumptions), r.assumptions
+
+
+def test_branch_sides_issuing_different_copy_counts_leave_the_expect_unmodeled():
+    m = model(branchy_loads(k_side_copies=2))
+    assert any(u.construct == "mbarrier expect_tx" and "different numbers of TMA copies" in u.why
+               for u in m.unmodeled), m.unmodeled
+
+
+def test_arrays_built_by_a_comprehension_are_separate_allocations():
+    src = kernel("""\
+bufs = [cutlass.Array(cutlass.Float16, 4096, space=SMEM) for _ in range(STAGES)]
+for i in cutlass.range(mA.shape[0]):
+    one = cutlass.Array(cutlass.Float16, 64, space=SMEM)
+    one[0] = bufs[0][0] + bufs[1][0]
+""")
+    m = model(src)
+    allocs = {op.region.name for p in m.processes for op in ir.walk(p.variants[-1]) if isinstance(op, ir.Access)}
+    assert len({a for a in allocs if a.startswith("bufs")}) == 2, allocs
+    assert len({a for a in allocs if a.startswith("one")}) == 1, allocs  # one allocation reused by the runtime loop

@@ -1329,9 +1329,11 @@ def _assign_tx_units(processes: list, registry: I.Registry):
     names = {}
     pairs: set = set()
     mcasts: dict = {}
-    for p in processes:
-        for ops in p.variants:
-            _units_in(ops, unknown_bars, names, pairs, mcasts)
+    for op in _count_units(processes, unknown_bars, names, pairs, mcasts):
+        registry.add_unmodeled(ir.Unmodeled(op.span.line, "mbarrier expect_tx",
+                                            f"the expected bytes on {op.bar.name} do not fold and the sides of a "
+                                            f"runtime branch issue different numbers of TMA copies completing them",
+                                            op.span.path))
     for op in _orphan_expects(processes, unknown_bars):
         # The tutorial TMA transpose: thread 0 expects the bytes at init, the TMA warp copies.
         # Which copies complete that expect is not known, so its count is not modeled (it
@@ -1364,9 +1366,15 @@ def _orphan_expects(processes: list, unknown_bars: set) -> list:
     return [op for pi, op in expects if copiers.get(op.bar.index, set()) - {pi}]
 
 
-def _units_in(ops, unknown_bars, names, pairs, mcasts):
-    pending = []  # expect ops waiting for their copies, in order
-    for op in ir.walk(ops):
+def _units_in(ops, unknown_bars, names, pairs, mcasts, pending=None) -> dict:
+    """Count one unit per TMA copy into the latest expect on its barrier before it, following the
+    program's structure: the copies on the sides of a runtime branch (frost issues the Q tile or
+    the K tile into the same stage) count once when every side issues as many, never as their sum.
+
+    Returns {id(expect): [expect, units, sides disagree]} and leaves the counting to the caller."""
+    pending = [] if pending is None else pending  # expect ops waiting for their copies, in order
+    counts: dict = {}
+    for op in ops:
         if isinstance(op, (ir.MbArrive, ir.MbExpectTx)) and op.bar.index in unknown_bars and (
                 isinstance(op, ir.MbExpectTx) or op.tx or not op.tx_known):
             op.tx = 0
@@ -1378,11 +1386,43 @@ def _units_in(ops, unknown_bars, names, pairs, mcasts):
             op.tx_known = True
             expect = next((e for e in reversed(pending) if e.bar.index == op.bar.index), None)
             if expect is not None:
-                expect.tx += 2 if op.pair else op.mcast
+                entry = counts.setdefault(id(expect), [expect, 0, False])
+                entry[1] += 2 if op.pair else op.mcast
                 if op.pair:
                     pairs.add(op.bar.name)
                 elif op.mcast > 1:
                     mcasts[op.bar.name] = op.mcast
+        elif isinstance(op, ir.Choice):
+            before = list(pending)
+            sides = []
+            for alt in op.alternatives:
+                side_pending = list(before)
+                sides.append(_units_in(alt, unknown_bars, names, pairs, mcasts, side_pending))
+                pending.extend(e for e in side_pending[len(before):] if e not in pending)
+            for key in {k for side in sides for k in side}:
+                expect = next(side[key][0] for side in sides if key in side)
+                if not any(id(e) == key for e in before):  # the expect itself is on one side only
+                    amounts = [side[key][1] for side in sides if key in side]
+                else:
+                    amounts = [side[key][1] if key in side else 0 for side in sides]
+                entry = counts.setdefault(key, [expect, 0, False])
+                entry[1] += max(amounts)
+                entry[2] = entry[2] or len(set(amounts)) > 1 or any(side[key][2] for side in sides if key in side)
+    return counts
+
+
+def _count_units(processes: list, unknown_bars: set, names: dict, pairs: set, mcasts: dict) -> list:
+    """Set each unknown-byte expect's count from the copies that follow it; the expects whose
+    count differs between the sides of a runtime branch (not modeled: one count cannot stand for
+    both) are returned."""
+    uneven = []
+    for p in processes:
+        for ops in p.variants:
+            for expect, units, disagree in _units_in(ops, unknown_bars, names, pairs, mcasts).values():
+                expect.tx += units
+                if disagree:
+                    uneven.append(expect)
+    return uneven
 
 
 def _package_notes(info: ModuleInfo, registry: I.Registry) -> list:

@@ -275,13 +275,24 @@ def _kernel_pins(fn: cst.FunctionDef, module_code_lines: list, positions) -> tup
 
 
 class _LaunchFinder(cst.CSTVisitor):
+    """`kernel(args).launch(...)`, or the kernel call bound to a name first and launched through it
+    (cuDNN's generated hosts: `launch = kernel(...)` then `launch.launch(grid=..., cluster=...)`)."""
+
     def __init__(self):
         self.found: list = []
+        self.bound_calls: dict = {}  # name -> the call last assigned to it
+
+    def visit_Assign(self, node: cst.Assign):
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) and isinstance(node.value, cst.Call):
+            self.bound_calls[node.targets[0].target.value] = node.value
 
     def visit_Call(self, node: cst.Call):
         f = node.func
-        if isinstance(f, cst.Attribute) and f.attr.value == "launch" and isinstance(f.value, cst.Call):
-            self.found.append((f.value, node))
+        if isinstance(f, cst.Attribute) and f.attr.value == "launch":
+            if isinstance(f.value, cst.Call):
+                self.found.append((f.value, node))
+            elif isinstance(f.value, cst.Name) and f.value.value in self.bound_calls:
+                self.found.append((self.bound_calls[f.value.value], node))
 
 
 def _callee_name(call: cst.Call) -> str:

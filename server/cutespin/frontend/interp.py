@@ -758,6 +758,8 @@ class KernelInterp:
         self.const_stack: set = set()  # sibling-module constants being evaluated
         self.const_memo: dict = {}  # (module, name) -> value of a module-level constant
         self.work_calls: dict = {}  # tile-scheduler call site -> calls so far (WORK_TILE_METHODS)
+        self.runtime_loop_depth = 0  # runtime loops around the statement now interpreted
+        self.array_sites: dict = {}  # `cutlass.Array` call site -> allocations made there (h_array)
         # Reads of the thread's identity (thread, lane, warp index, elect_one) so far: a helper
         # that made none computes the same function in every thread (`uniform_helper_result`).
         self.identity_reads = 0
@@ -1421,6 +1423,8 @@ class KernelInterp:
             self.runtime_indices[index] = self.runtime_loop_text
         summary = stmt in self.summarized_loops
         self.in_summary += summary
+        runtime = self.runtime_loop_text is not None
+        self.runtime_loop_depth += runtime
         self.loop_stack.append(stmt)
         out0, n0 = self.out, len(self.out)
         try:
@@ -1433,6 +1437,7 @@ class KernelInterp:
         finally:
             self.loop_stack.pop()
             self.in_summary -= summary
+            self.runtime_loop_depth -= runtime
             if index is not None:
                 self.runtime_indices.pop(index, None)
                 if outer is not None:
@@ -1592,11 +1597,13 @@ class KernelInterp:
         if self.try_spin(stmt):
             return
         self.loop_stack.append(stmt)
+        self.runtime_loop_depth += 1
         out0, n0 = self.out, len(self.out)
         try:
             self.run_while(stmt)
         finally:
             self.loop_stack.pop()
+            self.runtime_loop_depth -= 1
         self.end_loop(stmt, out0, n0)
 
     def run_while(self, stmt: cst.While):
@@ -1853,7 +1860,8 @@ class KernelInterp:
         found = self.project.find_method(cref, attr) if self.project is not None else _own_method(cref, attr)
         if found is not None:
             owner, fn = found
-            return FuncRef(f"{owner.qualname}.{attr}", fn, module=_module_of(owner, self.root_info), owner=owner)
+            return FuncRef(f"{owner.qualname}.{attr}", fn, module=_module_of(owner, self.root_info), owner=owner,
+                           bound=_method_binding(fn, None, cref))
         if cref.library_base is not None:
             if attr == "create":
                 return LibraryCreate(cref)
@@ -1945,7 +1953,7 @@ class KernelInterp:
                 return Unknown(f"attribute {attr}")
             got = self.class_attribute(base.cls, attr)
             if isinstance(got, FuncRef):
-                return self.getter_or_method(replace(got, bound=base), node)
+                return self.getter_or_method(replace(got, bound=_method_binding(got.node, base, base.cls)), node)
             return got if not (isinstance(got, ModuleRef) and got.qualname.startswith("<class ")) \
                 else Unknown(f"attribute {attr}")
         if isinstance(base, P.Pipeline):
@@ -2533,8 +2541,8 @@ class KernelInterp:
                 _own_method(base.cls, meth)
             if found is not None:
                 owner, fn = found
-                ref = FuncRef(f"{owner.qualname}.{meth}", fn, module=_module_of(owner, self.root_info), bound=base,
-                              owner=owner)
+                ref = FuncRef(f"{owner.qualname}.{meth}", fn, module=_module_of(owner, self.root_info),
+                              bound=_method_binding(fn, base, base.cls), owner=owner)
                 return self.inline(ref, args, kwargs, node)
         if isinstance(base, SuperRef):
             return self.call_super(base, meth, args, kwargs, node)
@@ -2552,6 +2560,8 @@ class KernelInterp:
                            "synchronization method of an object of a package subclass of a cutlass.pipeline class "
                            "that could not be built")
             return Unknown(f"result of .{meth}()")
+        if meth in ("bit_length", "bit_count") and not args and _is_int(base) and not isinstance(base, bool):
+            return getattr(int(base), meth)()  # `cluster_shape_mnk[0].bit_length() - 1`: a shift folded at import
         if meth == "ir_value" and isinstance(base, (int, LaneVal, Unknown)) and not isinstance(base, bool):
             return base  # `Int32(n).ir_value(loc=loc, ip=ip)`: the same number as an MLIR value
         if isinstance(base, (PartialRef, LambdaRef, FuncRef)) and meth == "__call__":
@@ -3236,6 +3246,18 @@ def _own_method(cref: ClassRef, name: str):
         if item.name.value == name:
             return cref, item
     return None
+
+
+def _method_binding(fn_node, instance, cls):
+    """What a method's first parameter receives when it is called through an object: the class for
+    a `@classmethod` (frost's `PipelineState.start(cls, phase)`), nothing for a `@staticmethod`,
+    the object itself otherwise."""
+    names = {_dotted_name(d.decorator).split(".")[-1] for d in fn_node.decorators}
+    if "classmethod" in names:
+        return cls
+    if "staticmethod" in names:
+        return None
+    return instance
 
 
 def _is_property(fn_node) -> bool:
@@ -5072,6 +5094,15 @@ def h_make_tensor(it, args, kwargs, node):
     return Unknown("tensor")
 
 
+def h_make_ptr(it, args, kwargs, node):
+    """`cute.make_ptr(dtype, arr.data_ptr(), mem_space=smem)` (frost's CLC ring bases): a typed
+    pointer to the memory the address names; anything else is an unknown pointer."""
+    value = _kw(args, kwargs, 1, "value")
+    if isinstance(value, (Smem, Gmem)):
+        return value
+    return it.unknown_call("cute.make_ptr", args, kwargs, node)
+
+
 def h_named_barrier(it, args, kwargs, node):
     bid = _kw(args, kwargs, 0, "barrier_id")
     n = _kw(args, kwargs, 1, "num_threads")
@@ -5130,8 +5161,15 @@ def h_array(it, args, kwargs, node):
     dtype = as_dtype(_kw(args, kwargs, 0, "dtype"))
     count = _kw(args, kwargs, 1, "size")
     nbytes = int(count) * dtype.bits // 8 if isinstance(dtype, DType) and _is_int(count) else None
-    buf = Smem(alloc=f"array@{span.line}:{span.column}", label=it.assign_name or f"smem@{span.line}",
-               cta=it.ctx.cta)
+    site = f"array@{span.line}:{span.column}"
+    label = it.assign_name or f"smem@{span.line}"
+    if it.runtime_loop_depth == 0:
+        # Traced once per evaluation outside runtime loops: `[Array(...) for _ in range(STAGES)]`
+        # is STAGES allocations. Inside a runtime loop the one compiled allocation is reused.
+        n = it.array_sites[site] = it.array_sites.get(site, 0) + 1
+        if n > 1:
+            site, label = f"{site}#{n}", f"{label}#{n}"
+    buf = Smem(alloc=site, label=label, cta=it.ctx.cta)
     staged = _declared_stages(it, node)
     if staged is not None and isinstance(dtype, DType):
         stages, per = staged
@@ -5381,7 +5419,7 @@ CALLS: dict = {
     "cute.gemm": h_gemm, "cute.nvgpu.warpgroup.fence": h_wgmma_fence,
     "cute.nvgpu.warpgroup.commit_group": h_wgmma_commit, "cute.nvgpu.warpgroup.wait_group": h_wgmma_wait, "cute.make_layout": h_make_layout, "cute.make_ordered_layout": h_make_layout,
     "cute.crd2idx": h_crd2idx,
-    "cute.size": h_size, "cute.make_tensor": h_make_tensor,
+    "cute.size": h_size, "cute.make_tensor": h_make_tensor, "cute.make_ptr": h_make_ptr,
     "cute.tiled_divide": h_tiled_divide, "cute.make_layout_image_mask": h_image_mask,
     "cute.nvgpu.cpasync.create_tma_multicast_mask": h_image_mask,
     "cute.nvgpu.cpasync.make_tiled_tma_atom": h_tma_atom,
