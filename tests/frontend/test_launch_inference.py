@@ -320,3 +320,28 @@ def pick(self, a):
     assert not any(a.startswith("block size not foldable") for a in m.assumptions), m.assumptions
     env = kernel_env(*_site(src))
     assert isinstance(env.self_obj.attrs["part"], Unknown) and env.self_obj.attrs["threads"] == 256
+
+
+def test_a_kernel_call_bound_to_a_name_is_launched_through_it():
+    """cuDNN's generated hosts: `launch = kernel(...)`, then `launch.launch(grid=, block=, cluster=)`."""
+    src = """\
+import cutlass
+import cutlass.cute as cute
+
+cluster_shape_mnk = (2, 1, 1)
+
+
+@cute.kernel
+def k(mA: cute.Tensor):
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+
+
+@cute.jit
+def host(mA: cute.Tensor):
+    launch = k(mA)
+    launch.launch(grid=(4, 1, 1), block=(96, 1, 1), cluster=cluster_shape_mnk)
+"""
+    m = build_models(src, "k.py", Settings())[0]
+    assert (m.cluster_size, m.warps) == (2, 3)
+    assert not any("launch" in a and "no `.launch" in a for a in m.assumptions), m.assumptions

@@ -495,3 +495,47 @@ for i in cutlass.range(mA.shape[0]):
     allocs = {op.region.name for p in m.processes for op in ir.walk(p.variants[-1]) if isinstance(op, ir.Access)}
     assert len({a for a in allocs if a.startswith("bufs")}) == 2, allocs
     assert len({a for a in allocs if a.startswith("one")}) == 1, allocs  # one allocation reused by the runtime loop
+
+
+def staged_gemm(mma_stage: str = "s") -> str:
+    """frost's GEMM shape: A tiles in one `STAGES * n` array, the MMA descriptor built once at its
+    start and advanced by whole stages in bytes, the accumulator a plain TMEM address, the full
+    barriers reached through a `cute.make_ptr` base plus the stage."""
+    return kernel(RING_SETUP + f"""\
+sa = cutlass.Array(cutlass.Float16, STAGES * 4096, space=SMEM)
+full_base = cute.make_ptr(cutlass.Int64, full.data_ptr(), mem_space=cute.AddressSpace.smem)
+idesc = prims.Tcgen05InstrDesc.build(m=128, n=128)
+root = prims.Tcgen05SmemDesc.build(start_address=sa, leading_byte_offset=16, stride_byte_offset=1024, layout=0)
+acc_addr = mA.shape[1] & 0xFFFF
+if warp == 0:
+    for k in cutlass.range(n):
+        s = k % STAGES
+        while not prims.mbarrier_try_wait_parity(empty.subview(s), ((k // STAGES) & 1) ^ 1):
+            pass
+        if prims.elect_sync():
+            prims.mbarrier_arrive_expect_tx(full.subview(s), 8192)
+            prims.cp_async_bulk_tensor_shared_cta_global(sa.subview(s * 4096), mA.iterator, (0, k), full.subview(s))
+else:
+    for k in cutlass.range(n):
+        s = k % STAGES
+        while not prims.mbarrier_try_wait_parity(full_base + s, (k // STAGES) & 1):
+            pass
+        if prims.elect_sync():
+            desc = root.advance_start_address(8192 * ({mma_stage}) + 32 * 0)
+            prims.tcgen05_mma(prims.Tcgen05MMAKind.F16, prims.CTAGroup.CTA_1, acc_addr, desc, desc, idesc, k > 0)
+            prims.tcgen05_commit(empty.subview(s), group=prims.CTAGroup.CTA_1)
+""")
+
+
+def test_a_descriptor_advanced_by_whole_stages_reads_that_stage(require_spin):
+    src = staged_gemm()
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+
+
+def test_an_mma_reading_the_next_stage_races_with_its_load(require_spin):
+    r = check(staged_gemm(mma_stage="(s + 1) % STAGES"))
+    assert r.verdict == "counterexample", r.reason
+    assert any(f.code == "CS201" for f in r.findings), [f.message for f in r.findings]

@@ -2595,9 +2595,11 @@ class KernelInterp:
         if isinstance(base, Smem) and meth == "subview" and len(args) == 1:
             return self.binop(operator.add, base, args[0])  # a pointer to element i (frost's rings)
         if isinstance(base, Smem) and meth == "advance_start_address":
-            # An MMA descriptor stepping to its next k-block (in 16-byte units): the same operand
-            # tile, which the MMA reads whole.
-            return base
+            # An MMA descriptor stepping `byte_increment` bytes: to the stage it lands in when it
+            # starts at a declared-staged array (frost: `root.advance_start_address(sA_bytes * stage
+            # + k_step * k)`), else to its next k-block of the same operand tile, which the MMA
+            # reads whole.
+            return _descriptor_advanced(base, args[0] if args else kwargs.get("byte_increment"))
         if isinstance(base, Smem) and meth == "data_ptr" and len(args) == 1 and not base.tmem:
             return self.binop(operator.add, base, args[0])  # `arr.data_ptr(k)`: a pointer k elements in
         if isinstance(base, Smem):
@@ -4380,6 +4382,20 @@ def _immediate(it, node, n, index: int, name: str):
     if isinstance(n, Unknown) and n.key is not None:
         return it.select_index(n, node)
     return n
+
+
+def _descriptor_advanced(desc: Smem, increment) -> Smem:
+    """The operand an SMEM descriptor names after `advance_start_address(increment)` bytes: the
+    stage of a declared-staged array the increment reaches from its start (the whole stage: the
+    MMA reads the operand tile whole), or the same operand for a step inside it."""
+    if isinstance(increment, LaneVal):
+        increment = increment.uniform()
+    if desc.stage_elems and desc.stage is None and desc.nbytes and _is_int(increment) and not desc.inexact:
+        stage = int(increment) // desc.nbytes
+        if 0 <= stage < (desc.stages or 0):
+            return desc.at(stage=stage, offset=0, sub=None)
+        return desc.at(offset=0, inexact=True)
+    return desc
 
 
 def _staged_offset(a: Smem, offset: int) -> Smem:

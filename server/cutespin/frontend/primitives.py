@@ -117,6 +117,10 @@ def h_mma(it, args, kwargs, node):
     descriptor or TMEM) and its B operand (SMEM descriptor), writes the TMEM accumulator `d`."""
     group = _cta_group(_kw(args, kwargs, 1, "cta_group"))
     d, a, b = _kw(args, kwargs, 2, "d"), _kw(args, kwargs, 3, "a"), _kw(args, kwargs, 4, "b")
+    if not isinstance(d, Smem):
+        # `d` is a TMEM address whatever its value (frost: the address `tcgen05_alloc` wrote,
+        # loaded from shared memory plus column offsets): the whole tensor memory (TMEM_RAW).
+        d = h_make_tmem_ptr(it, [d], {}, node)
     unresolved = [name for name, v, ok in (("accumulator", d, isinstance(d, Smem) and d.tmem),
                                            ("A operand", a, isinstance(a, Smem)),
                                            ("B operand", b, isinstance(b, Smem) and not b.tmem)) if not ok]
