@@ -539,3 +539,48 @@ def test_an_mma_reading_the_next_stage_races_with_its_load(require_spin):
     r = check(staged_gemm(mma_stage="(s + 1) % STAGES"))
     assert r.verdict == "counterexample", r.reason
     assert any(f.code == "CS201" for f in r.findings), [f.message for f in r.findings]
+
+
+def phase_on_a_uniform_branch(consumer_flips: bool = True) -> str:
+    """QSA's shape: whether a second tile runs is a CTA-uniform runtime condition; the side that
+    runs it consumes one more phase, so after the branch the parity is a select on it."""
+    flip = "phase = phase ^ 1" if consumer_flips else "pass"
+    return kernel(RING_SETUP + f"""\
+two = mA.shape[1] > 64
+if warp == 0:
+    if prims.elect_sync():
+        prims.mbarrier_arrive(full.subview(0))
+    if two:
+        while not prims.mbarrier_try_wait_parity(empty.subview(0), 0):
+            pass
+        if prims.elect_sync():
+            prims.mbarrier_arrive(full.subview(0))
+else:
+    phase = cutlass.Int32(0)
+    while not prims.mbarrier_try_wait_parity(full.subview(0), phase):
+        pass
+    phase = phase ^ 1
+    if prims.elect_sync():
+        prims.mbarrier_arrive(empty.subview(0))
+    if two:
+        {flip}
+        while not prims.mbarrier_try_wait_parity(full.subview(0), 1):
+            pass
+    while not prims.mbarrier_try_wait_parity(full.subview(0), phase ^ 1):
+        pass
+""")
+
+
+def test_a_parity_set_on_a_uniform_branch_is_checked_per_side(require_spin):
+    src = phase_on_a_uniform_branch()
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    assert len(m.configs) == 2, m.configs  # the condition's two values, each a configuration
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+
+
+def test_a_parity_wrong_on_one_side_of_a_uniform_branch_deadlocks(require_spin):
+    r = check(phase_on_a_uniform_branch(consumer_flips=False))
+    assert r.verdict == "counterexample", r.reason
+    assert any(f.code == "CS101" for f in r.findings), [f.message for f in r.findings]

@@ -1103,6 +1103,8 @@ class KernelInterp:
         # Both sides of a uniform condition went on: a value they set differently is still the
         # same in every thread, a select on the condition (P14).
         select = key if shared is not None and len(going_on) == 2 else None
+        if select is not None and isinstance(node, cst.If):
+            self.registry.branch_sites.setdefault((self.ctx.cta, key), (self.span(node).line, self.code(node.test)))
         self.join_states(node, key, [memos[k] for k in going_on], [envs[k] for k in going_on])
         self.split_on_derived_barrier(node, key, outs)
         self.env = self.merge_envs([envs[k] for k in going_on] or envs, node, select)
@@ -1650,6 +1652,8 @@ class KernelInterp:
         if isinstance(val, TryWaitResult) and negated:
             self.emit_wait(val.bar, val.parity, stmt)
             return True
+        if isinstance(val, Unknown) and val.why == UNRESOLVED_TRY_WAIT and negated:
+            return True  # the wait is unmodeled (h_try_wait said why), not a runtime loop
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
             left = self.eval(test.left)
             right = self.eval(test.comparisons[0].comparator)
@@ -2147,6 +2151,8 @@ class KernelInterp:
         left, right = self.eval(node.left), self.eval(node.right)
         if op is None:
             return Unknown("operator")
+        if isinstance(left, Smem) and isinstance(right, Unknown) and not isinstance(right, LaneVal):
+            right = self.select_index(right, node)  # `bars + stage`, the stage set on a uniform branch
         return self.binop(op, left, right)
 
     def binop(self, op, a, b):
@@ -2593,7 +2599,9 @@ class KernelInterp:
                 return base
             return Unknown(f"{meth} of a register tensor")
         if isinstance(base, Smem) and meth == "subview" and len(args) == 1:
-            return self.binop(operator.add, base, args[0])  # a pointer to element i (frost's rings)
+            i = self.select_index(args[0], node) if isinstance(args[0], Unknown) and \
+                not isinstance(args[0], LaneVal) else args[0]
+            return self.binop(operator.add, base, i)  # a pointer to element i (frost's rings)
         if isinstance(base, Smem) and meth == "advance_start_address":
             # An MMA descriptor stepping `byte_increment` bytes: to the stage it lands in when it
             # starts at a declared-staged array (frost: `root.advance_start_address(sA_bytes * stage
@@ -2925,7 +2933,8 @@ class KernelInterp:
         if self.ctx.splits is not None:
             for c in conds:
                 if (cta, c) not in self.ctx.conds:
-                    self.ctx.splits.setdefault((cta, c), (self.span(node).line, self.code(node)))
+                    site = self.registry.branch_sites.get((cta, c)) or (self.span(node).line, self.code(node))
+                    self.ctx.splits.setdefault((cta, c), site)
         return v
 
     def kernel_stages(self):
@@ -3037,6 +3046,8 @@ class KernelInterp:
             return
         if isinstance(parity, LaneVal):
             parity = parity.uniform()
+        if isinstance(parity, Unknown) and not isinstance(parity, LaneVal):
+            parity = self.select_index(parity, node)  # a phase flipped on one side of a uniform branch
         if not _is_int(parity):
             self.unmodeled(node, "mbarrier wait", f"the parity is not known ({getattr(parity, 'why', 'runtime value')})")
             return
@@ -3407,6 +3418,7 @@ class Registry:
         self.enum_values: list = []
         self.enum_ordered: list = []  # term number -> compared by order (`v < c`) somewhere
         self.shared_sites: list = []  # number -> (cta, line of the first site that evaluated it)
+        self.branch_sites: dict = {}  # (cta, uniform condition term) -> (line, text) of its `if`
         self.data_atomics: dict = {}  # relaxed atomics not taken as flag updates (see _data_atomic)
         self.input_loads: set = set()  # GMEM tensors whose loads got uniform terms (input_load_term)
         self.written_gmem: set = set()  # GMEM tensors the kernel writes: their loads get no term
@@ -3695,6 +3707,9 @@ def h_mbarrier_wait(it, args, kwargs, node):
     it.emit_wait(_kw(args, kwargs, 0, "mbar_ptr"), _kw(args, kwargs, 1, "phase"), node)
 
 
+UNRESOLVED_TRY_WAIT = "try_wait result (its barrier or parity unmodeled)"
+
+
 def h_try_wait(it, args, kwargs, node):
     """`try_wait(bar, phase)`: its result, which a spin `while not try_wait(...)` turns into the
     blocking wait (`try_spin`). A barrier or parity that did not resolve is unmodeled here: the
@@ -3702,12 +3717,14 @@ def h_try_wait(it, args, kwargs, node):
     ptr, phase = _kw(args, kwargs, 0, "mbar_ptr"), _kw(args, kwargs, 1, "phase")
     bar = it.bar_of(ptr, node)
     if bar is None:
-        return Unknown("try_wait result")
+        return Unknown(UNRESOLVED_TRY_WAIT)
     if isinstance(phase, LaneVal):
         phase = phase.uniform()
+    if isinstance(phase, Unknown):
+        phase = it.select_index(phase, node)  # a phase flipped on one side of a uniform branch
     if not _is_int(phase):
         it.unmodeled(node, "mbarrier wait", f"the parity is not known ({getattr(phase, 'why', 'runtime value')})")
-        return Unknown("try_wait result")
+        return Unknown(UNRESOLVED_TRY_WAIT)
     return TryWaitResult(bar, int(phase) & 1)
 
 
@@ -5758,7 +5775,8 @@ def _select_conditions(key) -> list:
 
 
 _TERM_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "floordiv": operator.floordiv,
-             "mod": operator.mod}
+             "mod": operator.mod, "xor": operator.xor, "and_": operator.and_, "or_": operator.or_,
+             "lshift": operator.lshift, "rshift": operator.rshift}
 
 
 def _eval_term(key, cond_value):
