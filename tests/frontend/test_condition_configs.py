@@ -355,3 +355,36 @@ def test_a_pipeline_built_differently_on_the_sides_of_a_uniform_condition_is_a_c
     assert not m.unmodeled, m.unmodeled
     assert len(m.configs) == 2
     assert any("is the same for every thread of the CTA" in a and "self.use_tma" in a for a in m.assumptions)
+
+
+def test_a_const_expr_option_the_host_does_not_fold_is_a_configuration():
+    """cuDNN's grouped GEMMs: `if const_expr(self.use_extra):` on an option `__init__` computes
+    from its arguments. Compile-time, so one value for the launch; each value a configuration,
+    the same value wherever the kernel tests the same option."""
+    src = kernel_source(PIPE + textwrap.dedent("""\
+        if warp_idx == 0:
+            st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+            if cutlass.const_expr(self.use_extra):
+                pipe.producer_acquire(st)
+                pipe.producer_commit(st)
+                st.advance()
+            pipe.producer_acquire(st)
+            pipe.producer_commit(st)
+        if warp_idx == 1:
+            st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+            if cutlass.const_expr(not self.use_extra):
+                pass
+            else:
+                pipe.consumer_wait(st)
+                pipe.consumer_release(st)
+                st.advance()
+            pipe.consumer_wait(st)
+            pipe.consumer_release(st)
+        """), init="self.use_extra = host_option()")
+    m = build_models(src, "k.py", Settings())[0]
+    assert not state_unmodeled(m), m.unmodeled
+    assert len(m.configs) == 2, m.configs
+    p1 = next(p for p in m.processes if p.warp == 1)
+    by_value = {next(iter(c.conds.values())): waits(v) for c, v in zip(m.configs, p1.variants)}
+    assert by_value[True][-1] == ("pipe.full[1]", 0)  # both tests of the option agree
+    assert by_value[False][-1] in (("pipe.full", 0), ("pipe.full[0]", 0))
