@@ -584,3 +584,131 @@ def test_a_parity_wrong_on_one_side_of_a_uniform_branch_deadlocks(require_spin):
     r = check(phase_on_a_uniform_branch(consumer_flips=False))
     assert r.verdict == "counterexample", r.reason
     assert any(f.code == "CS101" for f in r.findings), [f.message for f in r.findings]
+
+
+FROST_BARRIER = """
+from dataclasses import dataclass, replace
+
+RING, OTHER = 2, 7
+
+
+def checked_stages(n):
+    try:
+        import importlib.metadata
+        probe = importlib.metadata.version("nvidia-cutlass-dsl")
+    except Exception:
+        probe = None
+    if n < 1:
+        raise ValueError("a ring needs a stage")
+    return n
+
+
+@dataclass(frozen=True)
+class Ring:
+    base_ptr: object
+    stages: int
+    stage_idx: object = 0
+
+    def __getitem__(self, i):
+        return replace(self, stage_idx=i)
+
+    @property
+    def smem_ptr(self):
+        return self.base_ptr.subview(self.stage_idx)
+
+    def init(self, count):
+        from cutlass.experimental import primitives as p
+        p.mbarrier_init(self.smem_ptr, count)
+
+    def wait(self, phase):
+        while not prims.mbarrier_try_wait_parity(self.smem_ptr, phase):
+            pass
+
+    def arrive(self):
+        prims.mbarrier_arrive(self.smem_ptr)
+"""
+
+
+def frost_barrier_ring(consumer_parity: str = "(k // RING) & 1") -> str:
+    """cuDNN frost's barrier objects: a frozen dataclass indexed through `__getitem__` (a
+    `dataclasses.replace` copy), its address a property, a helper importing the primitives
+    locally, the stage count a tuple-assigned module constant checked by a helper that probes
+    package metadata in a `try` and raises on a bad count."""
+    return kernel(f"""\
+def alloc(n):
+    return cutlass.Array(cutlass.Int64, n, space=SMEM)
+full = Ring(alloc(RING), checked_stages(mA.shape[1]))
+empty = Ring(alloc(RING), checked_stages(RING))
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp == 0:
+    if prims.elect_sync():
+        for i in cutlass.range_constexpr(RING):
+            full[i].init(1)
+            empty[i].init(1)
+prims.fence_mbarrier_init()
+prims.barrier_cta_sync(0)
+n = mA.shape[0]
+if warp == 0:
+    for k in cutlass.range(n):
+        empty[k % RING].wait(((k // RING) & 1) ^ 1)
+        if prims.elect_sync():
+            full[k % RING].arrive()
+else:
+    for k in cutlass.range(n):
+        full[k % RING].wait({consumer_parity})
+        if prims.elect_sync():
+            empty[k % RING].arrive()
+""", top=FROST_BARRIER)
+
+
+def test_frost_barrier_objects_are_followed_to_their_ring(require_spin):
+    src = frost_barrier_ring()
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    names = {op.bar.name for p in m.processes for op in ir.walk(p.variants[-1]) if isinstance(op, ir.MbWait)}
+    assert len(names) == 4, names  # two rings of two stages: the helper's two allocations differ
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+    assert any("takes the side that traces" in a and "raises" in a for a in r.assumptions), r.assumptions
+
+
+def test_frost_barrier_objects_with_a_wrong_parity_deadlock(require_spin):
+    r = check(frost_barrier_ring(consumer_parity="((k // RING) & 1) ^ 1"))
+    assert r.verdict == "counterexample", r.reason
+    assert any(f.code == "CS101" for f in r.findings), [f.message for f in r.findings]
+
+
+def test_a_try_statement_around_synchronization_is_unmodeled():
+    src = kernel(RING_SETUP + """\
+try:
+    prims.mbarrier_arrive(full.subview(0))
+except Exception:
+    pass
+""")
+    assert any(u.construct == "try statement" for u in model(src).unmodeled)
+
+
+def test_a_barrier_method_on_an_object_not_followed_is_unmodeled_not_skipped():
+    src = kernel(RING_SETUP + """\
+bar = make_barrier_somehow(full)
+bar.arrive()
+bar.wait(0)
+""")
+    found = {u.construct for u in model(src).unmodeled}
+    assert {".arrive(...)", ".wait(...)"} <= found, found
+
+
+def test_typed_pointer_views_name_the_memory_they_wrap(require_spin):
+    src = kernel(RING_SETUP + """\
+typed = Pointer(full.data_ptr(), dtype=cutlass.Int64)
+generic = typed.tospace(cutlass.AddressSpace.generic)
+if warp == 0:
+    if prims.elect_sync():
+        prims.mbarrier_arrive(generic)
+else:
+    while not prims.mbarrier_try_wait_parity(full.subview(0), 0):
+        pass
+""", top="from cutlass.base_dsl.typing import Pointer\n")
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    assert check(src).verdict == "verified"

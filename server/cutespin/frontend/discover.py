@@ -321,6 +321,13 @@ def discover(text: str, package: Optional[str] = None) -> ModuleInfo:
                     t = small.targets[0].target
                     if isinstance(t, cst.Name):
                         info.constants[t.value] = small.value
+                    elif isinstance(t, (cst.Tuple, cst.List)) and isinstance(small.value, (cst.Tuple, cst.List)) \
+                            and len(t.elements) == len(small.value.elements) \
+                            and not any(isinstance(e, cst.StarredElement) for e in t.elements + small.value.elements):
+                        # `KV_STAGES, S_STAGES = 3, 2`: each name its element.
+                        for target, value in zip(t.elements, small.value.elements):
+                            if isinstance(target.value, cst.Name):
+                                info.constants[target.value.value] = value.value
                 elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value:
                     info.constants[small.target.value] = small.value
         elif isinstance(stmt, cst.FunctionDef):

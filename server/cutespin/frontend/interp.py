@@ -58,6 +58,14 @@ class NotCompiled(Unsupported):
     unmodeled."""
 
 
+class _Raises(NotCompiled):
+    """A `raise` reached while tracing (frost's `advance`: `if stages < 1: raise ValueError`).
+    Python runs it at trace time whatever the condition: under a Python value the side was not
+    taken in a kernel that compiled, and under a runtime value the DSL traces both sides, so the
+    kernel would not compile at all. Either way a branch side that raises is dropped (stated),
+    even where the interpreter did not fold the condition."""
+
+
 class _Return(Exception):
     def __init__(self, value):
         self.value = value
@@ -68,7 +76,8 @@ class _Return(Exception):
 # computes on values and registers.
 SYNC_TEXT_RE = re.compile(
     r"mbarrier|elect_one|sync_threads|barrier|cluster_|fence|atomic|\bred\(|tma|producer_|consumer_|"
-    r"arrive|wait|commit|tcgen05|cp_async|smem|tmem|pipeline|Allocator|griddepcontrol")
+    r"arrive|wait|commit|tcgen05|cp_async|smem|tmem|pipeline|Allocator|griddepcontrol|allocate|AddressSpace|"
+    r"\bArray\(")  # a helper that allocates returns new memory on every call: never memoized
 
 
 # Whether a function's text names the catalogue, per node (the text of a large helper costs
@@ -678,6 +687,9 @@ SYNC_METHOD_NAMES = PIPELINE_METHODS | {
 }
 # Methods of `pipeline.NamedBarrier` and of barrier-like objects.
 BARRIER_METHOD_NAMES = {"arrive", "arrive_and_wait", "arrive_unaligned", "wait", "wait_unaligned", "sync"}
+# Called on an object the interpreter could not resolve, these name a barrier operation.
+UNKNOWN_BARRIER_METHODS = BARRIER_METHOD_NAMES | {"arrive_and_expect_tx", "expect_tx", "try_wait", "test_wait",
+                                                  "arrive_and_drop"}
 
 
 def _is_const_expr_test(node) -> bool:
@@ -690,6 +702,41 @@ def _is_const_expr_test(node) -> bool:
     f = test.func
     name = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else ""
     return name == "const_expr"
+
+
+def _assigned_names(node) -> set:
+    """The plain names a statement assigns anywhere inside it (targets, loop and `as` names)."""
+    names: set = set()
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n):
+            names.update(x.value for x in _name_targets(n.target))
+
+        def visit_AnnAssign(self, n):
+            names.update(x.value for x in _name_targets(n.target))
+
+        def visit_AugAssign(self, n):
+            names.update(x.value for x in _name_targets(n.target))
+
+        def visit_For(self, n):
+            names.update(x.value for x in _name_targets(n.target))
+
+        def visit_AsName(self, n):
+            names.update(x.value for x in _name_targets(n.name))
+
+        def visit_FunctionDef(self, n):
+            return False
+
+    node.visit(V())
+    return names
+
+
+def _name_targets(t) -> list:
+    if isinstance(t, cst.Name):
+        return [t]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        return [x for el in t.elements for x in _name_targets(el.value)]
+    return []
 
 
 def _option_test_term(test, code):
@@ -929,9 +976,26 @@ class KernelInterp:
             kind = "struct" if _is_struct_class(stmt) else "class"
             self.env[stmt.name.value] = ModuleRef(f"<local {kind} {stmt.name.value}>")
         elif isinstance(stmt, cst.Try):
-            self.unmodeled(stmt, "try statement", "exception handling is not part of the DSL's device code")
+            self.exec_try(stmt)
         else:
             self.unmodeled(stmt, type(stmt).__name__, "statement kind not modeled")
+
+    def exec_try(self, stmt: cst.Try):
+        """A `try` in a plain Python helper the trace runs (cuDNN's `cutedsl_state()` probing
+        package metadata): host code when its body issues nothing on the GPU and its handlers name
+        no synchronization. Which side ran is not known, so every name it assigns is unknown after
+        it. Anything else is unmodeled: exception handling is not part of the DSL's device code."""
+        others = list(stmt.handlers) + [b for b in (stmt.orelse, stmt.finalbody) if b is not None]
+        if any(_names_sync(o) for o in others):
+            self.unmodeled(stmt, "try statement", "exception handling is not part of the DSL's device code")
+            return
+        out0, n0, unmodeled0 = self.out, len(self.out), len(self.registry.unmodeled)
+        self.exec_block(stmt.body)
+        if self.out is not out0 or len(self.out) != n0 or len(self.registry.unmodeled) != unmodeled0:
+            self.unmodeled(stmt, "try statement", "the guarded code issues GPU operations, and exception handling "
+                                                  "is not part of the DSL's device code")
+        for name in _assigned_names(stmt):
+            self.env[name] = Unknown("set in a try statement")
 
     def exec_small(self, small):
         if isinstance(small, cst.Expr):
@@ -960,7 +1024,9 @@ class KernelInterp:
             self.assign(small.target, value, small)
         elif isinstance(small, cst.Return):
             raise _Return(self.eval(small.value) if small.value is not None else None)
-        elif isinstance(small, (cst.Pass, cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)):
+        elif isinstance(small, (cst.Import, cst.ImportFrom)):
+            self.local_import(small)
+        elif isinstance(small, (cst.Pass, cst.Global, cst.Nonlocal)):
             pass
         elif isinstance(small, cst.Assert):
             pass
@@ -973,7 +1039,7 @@ class KernelInterp:
                 # Host code is plain Python: a path that raises is a configuration the launcher
                 # rejects, not one that runs (`choice` drops that side; P15).
                 raise NotCompiled(f"line {self.span(small).line}: the host code raises")
-            raise _Return(None)
+            raise _Raises(f"line {self.span(small).line} raises while the kernel is traced")
         elif isinstance(small, cst.Del):
             pass
         else:
@@ -1122,7 +1188,7 @@ class KernelInterp:
                 if body is not None:
                     self.exec_guarded(body, "a runtime condition", may_return=True)
             except NotCompiled as e:
-                if not (self.host or _is_const_expr_test(node)):
+                if not (self.host or _is_const_expr_test(node) or isinstance(e, _Raises)):
                     raise  # both sides of a runtime branch are traced
                 failed[k] = e
             except _PartialReturn as pr:
@@ -1898,6 +1964,27 @@ class KernelInterp:
                     self.const_stack.discard(target.name)
         return ModuleRef(qualname)
 
+    def local_import(self, stmt):
+        """`from cutlass.experimental import primitives as prims` inside a helper (frost's
+        `SmemTile.desc`): the names it binds, like the module's own imports. A relative import is
+        left alone (its names stay unknown)."""
+        if isinstance(stmt, cst.ImportFrom):
+            if stmt.relative or stmt.module is None or isinstance(stmt.names, cst.ImportStar):
+                return
+            module = _dotted_name(stmt.module)
+            for alias in stmt.names:
+                name = _dotted_name(alias.name)
+                bound = alias.asname.name.value if alias.asname is not None else name
+                self.env[bound] = self.ref(f"{module}.{name}")
+            return
+        for alias in stmt.names:
+            dotted = _dotted_name(alias.name)
+            if alias.asname is not None:
+                self.env[alias.asname.name.value] = self.ref(dotted)
+            else:
+                head = dotted.split(".")[0]
+                self.env[head] = self.ref(head)
+
     def class_ref(self, name: str) -> ClassRef:
         if self.info is self.root_info:
             return local_class_ref(self.project, self.info, name)
@@ -2144,6 +2231,13 @@ class KernelInterp:
                 return Unknown("index out of range")
         if isinstance(base, ModuleRef) and base.qualname.endswith("Constexpr"):
             return base
+        if isinstance(base, Record) and base.cls is not None:
+            found = self.project.find_method(base.cls, "__getitem__") if self.project is not None else \
+                _own_method(base.cls, "__getitem__")
+            if found is not None:  # frost's `MBarrier.__getitem__`: the barrier of stage i
+                owner, fn = found
+                return self.inline(FuncRef(f"{owner.qualname}.__getitem__", fn, module=_module_of(owner, self.root_info),
+                                           bound=base, owner=owner), [idx], {}, node)
         if isinstance(base, Unknown):
             # An element of a uniform value (a tensor's shape, a work tile's coordinate).
             return Unknown("subscript", key=_combine("item", "[]", base.key, _term(idx)))
@@ -2656,7 +2750,7 @@ class KernelInterp:
         if isinstance(base, Smem) and meth == "data_ptr" and len(args) == 1 and not base.tmem:
             return self.binop(operator.add, base, args[0])  # `arr.data_ptr(k)`: a pointer k elements in
         if isinstance(base, Smem):
-            if meth in ("data_ptr", "iterator", "align", "toint", "get_tensor"):
+            if meth in ("data_ptr", "iterator", "align", "toint", "get_tensor") + POINTER_CASTS:
                 if meth == "get_tensor" and args:
                     return self.with_layout(base, args[0], kwargs.get("dtype"))
                 return base
@@ -2674,7 +2768,7 @@ class KernelInterp:
             if meth in ("store", "fill"):
                 self.access(base, write=True, node=node)
                 return None
-            if meth in ("toint", "align"):
+            if meth in ("toint", "align") + POINTER_CASTS:
                 return base
             return base if _view_name(meth) else Unknown(f"{meth} of a tensor")
         if isinstance(base, NamedBarrierObj):
@@ -2711,6 +2805,11 @@ class KernelInterp:
                 isinstance(v, (P.PipeState, P.Handle)) for v in list(args) + list(kwargs.values())):
             # A pipeline we could not build (e.g. a package subclass's `create` we cannot follow).
             self.unmodeled(node, f".{meth}(...)", "pipeline method on an object that could not be resolved")
+            return Unknown(f"result of .{meth}()")
+        if isinstance(base, Unknown) and meth in UNKNOWN_BARRIER_METHODS:
+            # `bar.wait(phase)` on an object the interpreter did not follow: a barrier operation
+            # it cannot place, never a call to skip.
+            self.unmodeled(node, f".{meth}(...)", "barrier method on an object that could not be resolved")
             return Unknown(f"result of .{meth}()")
         sync_args = [v for v in args + list(kwargs.values()) if isinstance(v, (Smem, NamedBarrierObj) + SYNC_OBJECTS)]
         if sync_args and meth not in ("partition_shape_A", "partition_shape_B", "make_fragment_A",
@@ -5181,6 +5280,24 @@ def h_make_ptr(it, args, kwargs, node):
     return it.unknown_call("cute.make_ptr", args, kwargs, node)
 
 
+def h_dataclass_replace(it, args, kwargs, node):
+    """`dataclasses.replace(obj, field=value)` on a package dataclass (frost's `MBarrier.__getitem__`
+    returns `replace(self, stage_idx=i)`): a copy with those fields changed."""
+    obj = args[0] if len(args) == 1 else None
+    if isinstance(obj, Record) and obj.cls is not None:
+        return Record(obj.cls, {**obj.attrs, **kwargs})
+    return it.unknown_call("dataclasses.replace", args, kwargs, node)
+
+
+def h_pointer(it, args, kwargs, node):
+    """`Pointer(addr, dtype=...)` (frost's typed views of a descriptor or buffer address): the
+    memory the address names."""
+    value = _kw(args, kwargs, 0, "value")
+    if isinstance(value, (Smem, Gmem)):
+        return value
+    return it.unknown_call("Pointer", args, kwargs, node)
+
+
 def h_named_barrier(it, args, kwargs, node):
     bid = _kw(args, kwargs, 0, "barrier_id")
     n = _kw(args, kwargs, 1, "num_threads")
@@ -5430,7 +5547,9 @@ def h_isinstance(it, args, kwargs, node):
 # Conversions a package pointer helper probes with `hasattr` before falling back to the plain
 # pointer (cuDNN frost's `_advance`: `x.subview(n)` if it has one, else `x + n`; `_bulk_copy_ptr`:
 # `x.llvm_ptr`, else `x.ir_value()`, else `x`). Every branch names the same address.
-POINTER_PROBES = frozenset({"subview", "llvm_ptr", "ir_value"})
+POINTER_PROBES = frozenset({"subview", "llvm_ptr", "ir_value", "data_ptr", "toint"})
+# The same address in another spelling: `t.iterator.raw_ptr()`, `ptr.tospace(AddressSpace.generic)`.
+POINTER_CASTS = ("raw_ptr", "llvm_ptr", "tospace")
 
 
 def h_hasattr(it, args, kwargs, node):
@@ -5497,7 +5616,7 @@ CALLS: dict = {
     "cute.gemm": h_gemm, "cute.nvgpu.warpgroup.fence": h_wgmma_fence,
     "cute.nvgpu.warpgroup.commit_group": h_wgmma_commit, "cute.nvgpu.warpgroup.wait_group": h_wgmma_wait, "cute.make_layout": h_make_layout, "cute.make_ordered_layout": h_make_layout,
     "cute.crd2idx": h_crd2idx,
-    "cute.size": h_size, "cute.make_tensor": h_make_tensor, "cute.make_ptr": h_make_ptr,
+    "cute.size": h_size, "cute.make_tensor": h_make_tensor, "cute.make_ptr": h_make_ptr, "base_dsl.typing.Pointer": h_pointer, "dataclasses.replace": h_dataclass_replace,
     "cute.tiled_divide": h_tiled_divide, "cute.make_layout_image_mask": h_image_mask,
     "cute.nvgpu.cpasync.create_tma_multicast_mask": h_image_mask,
     "cute.nvgpu.cpasync.make_tiled_tma_atom": h_tma_atom,
