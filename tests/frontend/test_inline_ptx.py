@@ -257,13 +257,21 @@ def test_other_tcgen05_instructions_stay_unmodeled():
     assert [u.why for u in m.unmodeled] == ["`tcgen05.st.sync.aligned.32x32b.x1.b32` not modeled"]
 
 
-def test_a_synchronizing_instruction_under_a_predicate_keyword_is_unmodeled():
+def test_a_predicate_keyword_guards_the_snippet_like_an_if():
     # cuDNN frost's predicated credit: `inline_ptx(..., predicate=lane == 0)` arrives only in the
-    # lanes where the predicate holds; taking it as run by every lane would miscount the arrivals.
+    # lanes where the predicate holds (taking it as run by every lane would miscount the
+    # arrivals); a predicate the model does not fold is a runtime choice, never taken as always.
     m = build(INIT_BAR + """\
 lane = cute.arch.lane_idx()
 inline_ptx("mbarrier.arrive.release.cta.shared::cta.b64 _, [{$r0}];", read_only_args=[bar], predicate=lane == 0)
 inline_ptx("mbarrier.arrive.release.cta.shared::cta.b64 _, [{$r0}];", read_only_args=[bar], predicate=True)
+inline_ptx("mbarrier.arrive.release.cta.shared::cta.b64 _, [{$r0}];", read_only_args=[bar], predicate=False)
+inline_ptx("mbarrier.arrive.release.cta.shared::cta.b64 _, [{$r0}];", read_only_args=[bar],
+           predicate=mA.shape[0] > 8)
 """)
-    assert [u.why for u in m.unmodeled] == ["`mbarrier.arrive.release.cta.shared::cta.b64` under a predicate"]
-    assert len([o for o in ops(m) if isinstance(o, ir.MbArrive)]) == 1
+    assert not m.unmodeled, m.unmodeled
+    top = next(p for p in m.processes if p.warp == 0).variants[0]
+    arrives = [o for o in top if isinstance(o, ir.MbArrive)]
+    assert [a.count for a in arrives] == [1, 32]  # arrivals: one lane, then every lane
+    choice = next(o for o in top if isinstance(o, ir.Choice))
+    assert [[type(o).__name__ for o in alt] for alt in choice.alternatives] == [["MbArrive"], []]

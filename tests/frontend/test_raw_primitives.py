@@ -497,7 +497,7 @@ for i in cutlass.range(mA.shape[0]):
     assert len({a for a in allocs if a.startswith("one")}) == 1, allocs  # one allocation reused by the runtime loop
 
 
-def staged_gemm(mma_stage: str = "s") -> str:
+def staged_gemm(mma_stage: str = "s", block_scale: bool = False) -> str:
     """frost's GEMM shape: A tiles in one `STAGES * n` array, the MMA descriptor built once at its
     start and advanced by whole stages in bytes, the accumulator a plain TMEM address, the full
     barriers reached through a `cute.make_ptr` base plus the stage."""
@@ -522,9 +522,12 @@ else:
             pass
         if prims.elect_sync():
             desc = root.advance_start_address(8192 * ({mma_stage}) + 32 * 0)
-            prims.tcgen05_mma(prims.Tcgen05MMAKind.F16, prims.CTAGroup.CTA_1, acc_addr, desc, desc, idesc, k > 0)
+            @MMA@
             prims.tcgen05_commit(empty.subview(s), group=prims.CTAGroup.CTA_1)
-""")
+""".replace("@MMA@", (
+        "prims.tcgen05_mma_block_scale(prims.Tcgen05MMAKind.MXF8F6F4, prims.CTAGroup.CTA_1, acc_addr, desc, desc, "
+        "idesc, k > 0, acc_addr + 256, acc_addr + 260)") if block_scale else
+        "prims.tcgen05_mma(prims.Tcgen05MMAKind.F16, prims.CTAGroup.CTA_1, acc_addr, desc, desc, idesc, k > 0)"))
 
 
 def test_a_descriptor_advanced_by_whole_stages_reads_that_stage(require_spin):
@@ -533,6 +536,13 @@ def test_a_descriptor_advanced_by_whole_stages_reads_that_stage(require_spin):
     assert not m.unmodeled, m.unmodeled
     r = check(src)
     assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+
+
+def test_a_block_scaled_mma_on_raw_tmem_is_the_mma_with_its_scale_reads_covered(require_spin):
+    src = staged_gemm(block_scale=True)
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    assert check(src).verdict == "verified"
 
 
 def test_an_mma_reading_the_next_stage_races_with_its_load(require_spin):

@@ -1141,6 +1141,32 @@ class KernelInterp:
         # A runtime condition: either side may run.
         self.choice([then_body, else_body], node, cond)
 
+    def run_if(self, cond, run, node):
+        """Run `run()` (handler code) where `cond` holds, as `if cond:` would: per lane for a
+        lane-varying value, as a runtime choice for an unknown one."""
+        if isinstance(cond, LaneVal):
+            u = cond.uniform()
+            if u is not None and not isinstance(u, Unknown):
+                cond = bool(u)
+        if isinstance(cond, (bool, int)) and not isinstance(cond, LaneVal):
+            if cond:
+                run()
+            return
+        if isinstance(cond, LaneVal):
+            tmask = sum(1 << i for i, v in enumerate(cond.vals) if v and not isinstance(v, Unknown))
+            if any(isinstance(v, Unknown) for v in cond.vals):
+                self.choice([run, None], node, Unknown("predicate"))
+                return
+            saved = self.mask
+            self.mask = saved & tmask
+            try:
+                if self.mask:
+                    run()
+            finally:
+                self.mask = saved
+            return
+        self.choice([run, None], node, cond if isinstance(cond, Unknown) else Unknown("predicate"))
+
     def _mentions_role(self, node) -> bool:
         if not isinstance(getattr(node, "test", None), cst.CSTNode):
             return False
@@ -1186,7 +1212,10 @@ class KernelInterp:
                 self.facts[key] = k == 0
             try:
                 if body is not None:
-                    self.exec_guarded(body, "a runtime condition", may_return=True)
+                    if callable(body):
+                        body()  # an operation the call site guards (`inline_ptx(..., predicate=p)`)
+                    else:
+                        self.exec_guarded(body, "a runtime condition", may_return=True)
             except NotCompiled as e:
                 if not (self.host or _is_const_expr_test(node) or isinstance(e, _Raises)):
                     raise  # both sides of a runtime branch are traced
@@ -3934,6 +3963,8 @@ def h_cluster_wait(it, args, kwargs, node):
 def h_map_dsmem(it, args, kwargs, node):
     ptr = _kw(args, kwargs, 0, "smem_ptr")
     rank = _kw(args, kwargs, 1, "cta_rank_in_cluster")
+    if isinstance(rank, LaneVal):
+        rank = rank.uniform()  # a rank every lane computes alike
     if isinstance(ptr, Smem) and _is_int(rank):
         base_cta = (it.ctx.cta // it.ctx.cluster) * it.ctx.cluster
         return ptr.at(cta=base_cta + rank % it.ctx.cluster, remote=True)
@@ -4292,6 +4323,11 @@ def h_inline_ptx(it, args, kwargs, node):
     # `predicate=p` guards the whole snippet like an `@p` on each instruction (frost's predicated
     # peer arrive), unless it folds to True.
     pred = kwargs.get("predicate")
+    if pred is not None and pred is not True and isinstance(pred, (bool, int, LaneVal, Unknown)):
+        # `predicate=p` guards the whole snippet: the snippet where p holds.
+        unguarded = {k: v for k, v in kwargs.items() if k != "predicate"}
+        it.run_if(pred, lambda: h_inline_ptx(it, args, unguarded, node), node)
+        return result
     snippet_guarded = pred is not None and pred is not True
     for mnemonic, ins_text, guarded in instructions:
         guarded = guarded or snippet_guarded
@@ -4325,8 +4361,10 @@ def h_inline_ptx(it, args, kwargs, node):
         k = int(addr.group(1)) - n_out if addr else -1
         ptr = ins[k] if plain and 0 <= k < len(ins) and "read_write_args" not in kwargs else None
         space = parts[1] if len(parts) > 1 else ""
-        if head in ("ld", "st") and space in ("global", "shared") and "async" not in parts \
-                and not any("::" in q for q in parts) and isinstance(ptr, (Gmem, Smem)):
+        if head in ("ld", "st") and space in ("global", "shared", "shared::cta", "shared::cluster") \
+                and "async" not in parts and not any("::" in q for q in parts[2:]) and isinstance(ptr, (Gmem, Smem)) \
+                and (isinstance(ptr, Smem) or space == "global"):
+            # `ld.shared::cluster.b32 $0, [mapa(p, peer)]`: a plain access of the peer CTA's memory.
             it.access(_as_view(ptr) if isinstance(ptr, Smem) else ptr, head == "st", node)
             continue
         if head in ("red", "atom") and space in ("global", "shared") and len(parts) > 2 and ptr is not None:
@@ -5549,7 +5587,7 @@ def h_isinstance(it, args, kwargs, node):
 # `x.llvm_ptr`, else `x.ir_value()`, else `x`). Every branch names the same address.
 POINTER_PROBES = frozenset({"subview", "llvm_ptr", "ir_value", "data_ptr", "toint"})
 # The same address in another spelling: `t.iterator.raw_ptr()`, `ptr.tospace(AddressSpace.generic)`.
-POINTER_CASTS = ("raw_ptr", "llvm_ptr", "tospace")
+POINTER_CASTS = ("raw_ptr", "llvm_ptr", "tospace", "ir_value")
 
 
 def h_hasattr(it, args, kwargs, node):

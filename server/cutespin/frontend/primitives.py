@@ -133,6 +133,27 @@ def h_mma(it, args, kwargs, node):
     return h_gemm(it, [CtaGroupOp("tcgen05 MMA", ctas=group), d, a, b], {}, node)
 
 
+def h_mma_block_scale(it, args, kwargs, node):
+    """`tcgen05_mma_block_scale(kind, cta_group, d, a, b, idesc, enable_input_d, scale_a, scale_b)`:
+    `tcgen05_mma` that also reads its scale factors from TMEM. With the accumulator the whole
+    tensor memory (a raw address, TMEM_RAW) those reads are covered by its write of all of it
+    (every access they could race with races with that write); a precise accumulator view leaves
+    them unmodeled."""
+    d = _kw(args, kwargs, 2, "d")
+    d = d if isinstance(d, Smem) else h_make_tmem_ptr(it, [d], {}, node)
+    if not (d.tmem and d.offset == TMEM_UNKNOWN_OFFSET):
+        it.unmodeled(node, "primitives.tcgen05_mma_block_scale",
+                     "the scale factors' TMEM reads are not modeled beside a precise accumulator view")
+        return None
+    plain = list(args[:7]) if len(args) >= 7 else list(args)
+    rest = {k: v for k, v in kwargs.items() if k not in ("scale_a", "scale_b", "scale_vec_size")}
+    if len(plain) > 2:
+        plain[2] = d
+    else:
+        rest["d"] = d
+    return h_mma(it, plain, rest, node)
+
+
 def h_make_tmem_ptr(it, args, kwargs, node):
     """`make_tmem_ptr(addr, dtype)` / `make_tmem_ptr_from_warp_row_col(base, warp, col, dtype)`:
     a view of this CTA's tensor memory, somewhere in it (TMEM_RAW)."""
@@ -297,7 +318,7 @@ HANDLERS = {
     "primitives.cp_async_bulk_commit_group": h_bulk_commit,
     "primitives.cp_async_bulk_wait_group": h_bulk_wait,
     "primitives.tcgen05_commit": h_commit,
-    "primitives.tcgen05_mma": h_mma,
+    "primitives.tcgen05_mma": h_mma, "primitives.tcgen05_mma_block_scale": h_mma_block_scale,
     "primitives.Tcgen05SmemDesc.build": h_smem_descriptor, "primitives.WgmmaSmemDesc.build": h_smem_descriptor,
     "primitives.make_tmem_ptr": h_make_tmem_ptr, "primitives.make_tmem_ptr_from_warp_row_col": h_make_tmem_ptr,
     "primitives.tcgen05_ld": h_tmem_load, "primitives.tcgen05_st": h_tmem_store, "primitives.tcgen05_cp": h_tmem_copy,
