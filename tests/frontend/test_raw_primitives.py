@@ -722,3 +722,47 @@ else:
     m = model(src)
     assert not m.unmodeled, m.unmodeled
     assert check(src).verdict == "verified"
+
+
+def credit_arrive(init_count: int = 2) -> str:
+    """frost's scheduler credit: one predicated inline-PTX arrive per warp whose lanes 0 and 16
+    each land on a different CTA of the pair, through a per-lane `mapa`."""
+    return HEAD + f"""
+
+class K:
+    @cute.jit
+    def __call__(self, mA: cute.Tensor):
+        self.kernel(mA).launch(grid=(2, 1, 1), block=(32, 1, 1), cluster=(2, 1, 1))
+
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor):
+        bar = cutlass.Array(cutlass.Int64, 1, space=SMEM)
+        if prims.elect_sync():
+            prims.mbarrier_init(bar.subview(0), {init_count})
+        prims.fence_mbarrier_init()
+        cute.arch.cluster_arrive()
+        cute.arch.cluster_wait()
+        lane = cute.arch.thread_idx()[0] & cutlass.Int32(31)
+        peer = lane >> cutlass.Int32(4)
+        pred = ((lane & cutlass.Int32(15)) == cutlass.Int32(0)) & (peer < cutlass.Int32(2))
+        peer_mb = prims.mapa(bar.subview(0), peer)
+        prims.inline_ptx("mbarrier.arrive.release.cta.shared::cluster.b64 _, [{{$r0}}];", read_only_args=[peer_mb],
+                         predicate=pred)
+        while not prims.mbarrier_try_wait_parity(bar.subview(0), 0):
+            pass
+"""
+
+
+def test_a_per_lane_mapa_credit_arrive_lands_once_on_each_cta(require_spin):
+    src = credit_arrive()
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    arrives = [(op.bar.name, op.count) for p in m.processes for op in ir.walk(p.variants[-1])
+               if isinstance(op, ir.MbArrive)]
+    assert len(arrives) == 4 and all(c == 1 for _, c in arrives), arrives  # 2 warps x 2 peers, one lane each
+    assert check(src).verdict == "verified"
+
+
+def test_a_credit_count_above_the_arrivals_deadlocks(require_spin):
+    r = check(credit_arrive(init_count=3))
+    assert r.verdict == "counterexample" and any(f.code == "CS101" for f in r.findings), r.reason

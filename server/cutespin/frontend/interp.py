@@ -3828,11 +3828,29 @@ def h_cp_async_arrive_noinc(it, args, kwargs, node):
     return None
 
 
+@dataclass(frozen=True)
+class PeerPtr:
+    """`mapa(ptr, rank)` with a rank that differs between lanes: `base` in CTA `rank.vals[i]` of
+    the cluster for lane i."""
+
+    base: Smem
+    rank: LaneVal
+
+
+def _barrier_and_peer(it, args, kwargs, node, peer_index: int):
+    """The barrier an arrive names and the peer rank it targets (its argument, or the per-lane
+    ranks of a `mapa` pointer)."""
+    ptr = _kw(args, kwargs, 0, "mbar_ptr")
+    peer = _kw(args, kwargs, peer_index, "peer_cta_rank_in_cluster")
+    if isinstance(ptr, PeerPtr) and peer is None:
+        ptr, peer = ptr.base, ptr.rank
+    return it.bar_of(ptr, node), peer
+
+
 def h_mbarrier_arrive(it: KernelInterp, args, kwargs, node):
-    bar = it.bar_of(_kw(args, kwargs, 0, "mbar_ptr"), node)
+    bar, peer = _barrier_and_peer(it, args, kwargs, node, 1)
     if bar is None:
         return None
-    peer = _kw(args, kwargs, 1, "peer_cta_rank_in_cluster")
     count = _kw(args, kwargs, 2, "arrive_count", 1)
     scope = _scope_arg(kwargs.get("scope"))
     relaxed = kwargs.get("relaxed", False) is True
@@ -3854,11 +3872,10 @@ def _tx_value(v):
 
 
 def h_arrive_expect_tx(it, args, kwargs, node):
-    bar = it.bar_of(_kw(args, kwargs, 0, "mbar_ptr"), node)
+    bar, peer = _barrier_and_peer(it, args, kwargs, node, 2)
     if bar is None:
         return None
     tx = _kw(args, kwargs, 1, "bytes")
-    peer = _kw(args, kwargs, 2, "peer_cta_rank_in_cluster")
     scope = _scope_arg(kwargs.get("scope")) or "cta"
     for mask, target in _remote_target(it, bar, peer, node):
         it.emit(RawArrive(it.span(node), target, 1, mask, scope, target.remote or bar.remote, True, _tx_value(tx)))
@@ -3866,11 +3883,10 @@ def h_arrive_expect_tx(it, args, kwargs, node):
 
 
 def h_expect_tx(it, args, kwargs, node):
-    bar = it.bar_of(_kw(args, kwargs, 0, "mbar_ptr"), node)
+    bar, peer = _barrier_and_peer(it, args, kwargs, node, 2)
     if bar is None:
         return None
     tx = _kw(args, kwargs, 1, "bytes")
-    peer = _kw(args, kwargs, 2, "peer_cta_rank_in_cluster")
     for mask, target in _remote_target(it, bar, peer, node):
         it.emit(RawArrive(it.span(node), target, 0, mask, "cta", target.remote, False, _tx_value(tx), expect_only=True))
     return None
@@ -3963,11 +3979,15 @@ def h_cluster_wait(it, args, kwargs, node):
 def h_map_dsmem(it, args, kwargs, node):
     ptr = _kw(args, kwargs, 0, "smem_ptr")
     rank = _kw(args, kwargs, 1, "cta_rank_in_cluster")
-    if isinstance(rank, LaneVal):
+    if isinstance(rank, LaneVal) and rank.uniform() is not None:
         rank = rank.uniform()  # a rank every lane computes alike
     if isinstance(ptr, Smem) and _is_int(rank):
         base_cta = (it.ctx.cta // it.ctx.cluster) * it.ctx.cluster
         return ptr.at(cta=base_cta + rank % it.ctx.cluster, remote=True)
+    if isinstance(ptr, Smem) and isinstance(rank, LaneVal) and all(_is_int(v) for v in rank.vals):
+        # `mapa(mb, lane >> shift)`: each lane its own peer (frost's one predicated credit arrive
+        # per warp landing on every CTA of the cluster); an arrive through it splits by peer.
+        return PeerPtr(ptr, rank)
     if isinstance(ptr, Smem):
         it.unmodeled(node, "map_dsmem_ptr", "the target CTA rank is not known")
     return Unknown("dsmem pointer")
