@@ -388,3 +388,35 @@ def test_a_const_expr_option_the_host_does_not_fold_is_a_configuration():
     by_value = {next(iter(c.conds.values())): waits(v) for c, v in zip(m.configs, p1.variants)}
     assert by_value[True][-1] == ("pipe.full[1]", 0)  # both tests of the option agree
     assert by_value[False][-1] in (("pipe.full", 0), ("pipe.full[0]", 0))
+
+
+def test_a_barrier_chosen_on_a_host_option_is_a_configuration_per_value():
+    """dist-moe: `bar = bars.data_ptr() if NUM_CTAS == 2 else None` with `NUM_CTAS = self.NUM_CTAS`
+    set by the host from its arguments; the barrier is used under `const_expr(NUM_CTAS == 2)`.
+    The option is one value for the launch, so each value is a configuration in which both the
+    selection and the test fold."""
+    src = kernel_source("""\
+        smem = cutlass.utils.SmemAllocator()
+        bars = smem.allocate_array(cutlass.Int64, num_elems=1)
+        NUM_CTAS = self.NUM_CTAS
+        pair_bar = bars if NUM_CTAS == 2 else None
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if warp_idx == 0:
+            if cutlass.const_expr(NUM_CTAS == 2):
+                cute.arch.mbarrier_init(pair_bar, 1)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        if warp_idx == 0:
+            if cutlass.const_expr(NUM_CTAS == 2):
+                with cute.arch.elect_one():
+                    cute.arch.mbarrier_arrive(pair_bar)
+        if warp_idx == 1:
+            if cutlass.const_expr(NUM_CTAS == 2):
+                cute.arch.mbarrier_wait(pair_bar, 0)
+        """, init="self.NUM_CTAS = 2 if host_flag() else 1")
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    assert len(m.configs) == 2, m.configs
+    p1 = next(p for p in m.processes if p.warp == 1)
+    by_value = {next(iter(c.conds.values())): waits(v) for c, v in zip(m.configs, p1.variants)}
+    assert by_value == {True: [("bars", 0)], False: []}, by_value

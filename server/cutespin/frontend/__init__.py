@@ -1672,7 +1672,7 @@ def _warps_reaching_every_branch(info: ModuleInfo, site: KernelSite, env: Kernel
     for w in range(BLOCK_SEARCH_WARPS):
         ctx = I.WarpContext(0, w, 1, 1, threads, {}, bound, {}, block_dims=env.block_dims,
                             block_shape_unknown=env.block_shape_unknown)
-        self_copy = SelfObj(dict(env.self_obj.attrs)) if env.self_obj is not None else None
+        self_copy = _kernel_self(env.self_obj)
         it = I.KernelInterp(info, ctx, self_copy, methods, dict(env.params), scratch)
         try:
             it.run_body(site.node)
@@ -1790,6 +1790,18 @@ def _compiled_configs(configs, run_config, registry):
     if not kept:
         raise I.Unsupported(f"no configuration traces: {failures[0][1]}")
     return kept, runs
+
+
+def _kernel_self(host_self: Optional[SelfObj]) -> Optional[SelfObj]:
+    """The kernel's copy of the object the host built. What the host set and the interpreter did
+    not fold (`self.num_ctas = 2 if use_2cta else 1` on an argument) is still one trace-time
+    value for every thread of the launch: an unknown named by its attribute, so that conditions
+    on it are CTA-uniform and each of their values can be a configuration (P14)."""
+    if host_self is None:
+        return None
+    attrs = {k: replace(v, key=I._leaf("self", k)) if type(v) is Unknown and v.key is None else v
+             for k, v in host_self.attrs.items()}
+    return SelfObj(attrs)
 
 
 def _condition_label(k, value, site, registry) -> list:
@@ -1930,7 +1942,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
             for w in range(warps):
                 ctx = I.WarpContext(cta, w, cluster, ctas_now, threads, trips, bound, discovered,
                                     dict(conds or {}), splits, env.block_dims, env.block_shape_unknown)
-                self_copy = SelfObj(dict(env.self_obj.attrs)) if env.self_obj is not None else None
+                self_copy = _kernel_self(env.self_obj)
                 it = I.KernelInterp(info, ctx, self_copy, methods, dict(env.params), registry)
                 try:
                     it.run_body(site.node)

@@ -1141,6 +1141,17 @@ class KernelInterp:
         # A runtime condition: either side may run.
         self.choice([then_body, else_body], node, cond)
 
+    def decided_condition(self, c: Unknown):
+        """A uniform condition's value where this configuration fixes it or the enclosing branch
+        decided it (`choice`), else the condition itself."""
+        key, negated = c.key, False
+        while key[0] == "not":
+            key, negated = key[3], not negated
+        fixed = self.ctx.conds.get((self.ctx.cta, key))
+        if fixed is None:
+            fixed = self.facts.get(key)
+        return c if fixed is None else bool(fixed) != negated
+
     def run_if(self, cond, run, node):
         """Run `run()` (handler code) where `cond` holds, as `if cond:` would: per lane for a
         lane-varying value, as a runtime choice for an unknown one."""
@@ -2284,9 +2295,19 @@ class KernelInterp:
 
     def eval_IfExp(self, node):
         c = self.eval_cond(node.test)
+        if isinstance(c, Unknown) and c.key is not None:
+            c = self.decided_condition(c)
         if isinstance(c, bool):
             return self.eval(node.body if c else node.orelse)
         a, b = self.eval(node.body), self.eval(node.orelse)
+        if isinstance(c, Unknown) and c.key is not None and self.ctx.splits is not None and \
+                any(isinstance(v, (Smem, NamedBarrierObj) + SYNC_OBJECTS) for v in (a, b)):
+            # `bar = storage.bar.data_ptr() if NUM_CTAS == 2 else None`: a barrier chosen on a
+            # uniform value; each value of the condition becomes a configuration (P14).
+            key = c.key
+            while key[0] == "not":
+                key = key[3]
+            self.ctx.splits.setdefault((self.ctx.cta, key), (self.span(node).line, self.code(node.test)))
         if isinstance(c, LaneVal):
             av = a.vals if isinstance(a, LaneVal) else (a,) * 32
             bv = b.vals if isinstance(b, LaneVal) else (b,) * 32
@@ -5637,7 +5658,7 @@ CALLS: dict = {
     "arch.sync_threads": h_sync_threads, "arch.barrier": h_barrier, "arch.barrier_arrive": h_barrier_arrive,
     "arch.sync_warp": h_sync_warp, "arch.exit": h_exit, "arch.cluster_arrive": h_cluster_arrive,
     "arch.cluster_arrive_relaxed": h_cluster_arrive_relaxed, "arch.cluster_wait": h_cluster_wait,
-    "arch.map_dsmem_ptr": h_map_dsmem, "arch.fence_view_async_shared": h_fence_view_async_shared,
+    "arch.map_dsmem_ptr": h_map_dsmem, "arch.mapa": h_map_dsmem, "arch.fence_view_async_shared": h_fence_view_async_shared,
     "arch.fence_proxy": h_fence_proxy, "arch.fence_acq_rel_cta": _h_fence_acq_rel("cta"),
     "arch.fence_acq_rel_cluster": _h_fence_acq_rel("cluster"), "arch.fence_acq_rel_gpu": _h_fence_acq_rel("gpu"),
     "arch.fence_acq_rel_sys": _h_fence_acq_rel("sys"), "arch.atomic_add": _h_atomic("add"), "arch.inline_ptx": h_inline_ptx,
