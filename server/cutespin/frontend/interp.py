@@ -2300,10 +2300,11 @@ class KernelInterp:
         if isinstance(c, bool):
             return self.eval(node.body if c else node.orelse)
         a, b = self.eval(node.body), self.eval(node.orelse)
-        if isinstance(c, Unknown) and c.key is not None and self.ctx.splits is not None and \
-                any(isinstance(v, (Smem, NamedBarrierObj) + SYNC_OBJECTS) for v in (a, b)):
-            # `bar = storage.bar.data_ptr() if NUM_CTAS == 2 else None`: a barrier chosen on a
-            # uniform value; each value of the condition becomes a configuration (P14).
+        if isinstance(c, Unknown) and c.key is not None and self.ctx.splits is not None and (a is None or b is None) \
+                and any(isinstance(v, (Smem, NamedBarrierObj) + SYNC_OBJECTS) for v in (a, b)):
+            # `bar = storage.bar.data_ptr() if NUM_CTAS == 2 else None`: a barrier that exists on
+            # one value of a uniform condition only; each value becomes a configuration (P14).
+            # (Two objects, `bufs if multi else (bufs,)`, stay a select: no configurations.)
             key = c.key
             while key[0] == "not":
                 key = key[3]
@@ -6037,7 +6038,8 @@ def _eval_term(key, cond_value):
         return _eval_term(key[4] if taken else key[5], cond_value)
     if key[0] == "op" and len(key) == 5 and key[2] in _TERM_OPS:
         a, b = _eval_term(key[3], cond_value), _eval_term(key[4], cond_value)
-        if a is None or b is None or key[2] in ("floordiv", "mod") and b == 0:
+        if a is None or b is None or key[2] in ("floordiv", "mod") and b == 0 or \
+                key[2] in ("lshift", "rshift") and not 0 <= b <= 64:
             return None
         return _TERM_OPS[key[2]](a, b)
     return None
