@@ -739,43 +739,6 @@ def _name_targets(t) -> list:
     return []
 
 
-def _option_test_term(test, code):
-    """The uniform term of `const_expr(e)` (or `not const_expr(e)`) where `e` reads only the
-    kernel object's attributes and constants (`self.use_tmem and self.act != "srelu"`): the
-    object's options are fixed for the launch, so equal texts are equal values. None otherwise
-    (a local name may mean different things in different helpers)."""
-    negations = 0
-    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        negations, test = negations + 1, test.expression
-    if not isinstance(test, cst.Call) or len(test.args) != 1:
-        return None
-    inner = test.args[0].value
-    if not _reads_only_options(inner):
-        return None
-    term = _leaf("option", code(inner))
-    for _ in range(negations):
-        term = _negate(term)
-    return term
-
-
-def _reads_only_options(e) -> bool:
-    if isinstance(e, (cst.Integer, cst.SimpleString, cst.Float)) or isinstance(e, cst.Name) and \
-            e.value in ("True", "False", "None"):
-        return True
-    if isinstance(e, cst.Attribute):
-        base = e.value
-        while isinstance(base, cst.Attribute):
-            base = base.value
-        return isinstance(base, cst.Name) and base.value == "self"
-    if isinstance(e, cst.UnaryOperation):
-        return _reads_only_options(e.expression)
-    if isinstance(e, cst.BooleanOperation):
-        return _reads_only_options(e.left) and _reads_only_options(e.right)
-    if isinstance(e, cst.Comparison):
-        return _reads_only_options(e.left) and all(_reads_only_options(c.comparator) for c in e.comparisons)
-    return False
-
-
 def _view_name(name: str) -> bool:
     last = name.rsplit(".", 1)[-1]
     return any(last.startswith(v) or last == v for v in VIEW_METHODS)
@@ -1092,14 +1055,6 @@ class KernelInterp:
     # ---------------------------------------------------------------- control flow
     def exec_if(self, stmt: cst.If):
         cond = self.forced_sides[stmt] if stmt in self.forced_sides else self.eval_cond(stmt.test)
-        if isinstance(cond, Unknown) and cond.key is None and _is_const_expr_test(stmt):
-            # `if const_expr(self.use_x):` on an option the host set from its arguments: one
-            # compile-time value for the whole launch, so a uniform condition named by its text
-            # (every test of the same options agrees; each value becomes a configuration where
-            # the sides differ in what they synchronize).
-            key = _option_test_term(stmt.test, self.code)
-            if key is not None:
-                cond = Unknown(cond.why, key=key)
         orelse = stmt.orelse
         else_body = None
         if isinstance(orelse, cst.Else):

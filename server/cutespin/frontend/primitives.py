@@ -33,6 +33,8 @@ from .values import TMEM_UNKNOWN_OFFSET, CtaGroupOp, ModuleRef
 
 TMEM_RAW = ("TMEM: a raw TMEM pointer (`make_tmem_ptr`) is taken as the CTA's whole tensor memory (the columns and "
             "lanes an access covers are not tracked); a race through one is reported as possible")
+BLOCK_SCALE_READS = ("TMEM: a block-scaled MMA's scale-factor reads are taken as covered by its accumulator's write of "
+                     "the whole tensor memory (every access that could race with them races with that write)")
 TMEM_THREAD_SYNC_FENCE = ("TMEM: tcgen05.fence::before_thread_sync / after_thread_sync are taken as given (tcgen05 "
                           "operations are ordered by the barriers around them alone)")
 
@@ -145,6 +147,7 @@ def h_mma_block_scale(it, args, kwargs, node):
         it.unmodeled(node, "primitives.tcgen05_mma_block_scale",
                      "the scale factors' TMEM reads are not modeled beside a precise accumulator view")
         return None
+    it.registry.assume(BLOCK_SCALE_READS)
     plain = list(args[:7]) if len(args) >= 7 else list(args)
     rest = {k: v for k, v in kwargs.items() if k not in ("scale_a", "scale_b", "scale_vec_size")}
     if len(plain) > 2:
