@@ -21,6 +21,7 @@ from .engine.spin import (Cancelled, CancelToken, InternalError, RunResult, Tool
 from .findings import Finding, findings_from_run, is_suppressed, static_findings
 from .frontend import FrontendError, build_models
 from .model.promela import ModelTooLarge, PromelaModel, TooManyGroups, ValueOutOfRange, lower
+from .model import symmetry
 
 __version__ = "0.1.0"
 
@@ -111,6 +112,8 @@ def model_key(text: str, settings: Settings, tools: Tools) -> str:
 def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optional[CancelToken] = None,
                source_lines: Optional[list] = None) -> KernelResult:
     findings = static_findings(k)
+    # The search runs on the model with identical warps cut to two (a bound the verdict states).
+    k = symmetry.reduce_identical_warps(k)
     pm: Optional[PromelaModel] = None
     run: Optional[RunResult] = None
     reason = None
@@ -208,6 +211,18 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
     return KernelResult(k.path, k.name, k.qualname, k.line, verdict, reason, bounds, assumptions, findings,
                         list(k.unmodeled), stats, k, pm, run, suppressed, timings,
                         cut_short if verdict == "inconclusive" else None)
+
+
+def verified_bounds(bounds: dict) -> str:
+    """What a `verified` verdict covers: `loop bound 3, 2 stages, cluster 1, 2 of 31 identical warps`."""
+    parts = [f"loop bound {bounds['loop']}" if bounds.get("loop") else "no runtime loops"]
+    if bounds.get("stages"):
+        parts.append(f"{bounds['stages']} stages")
+    parts.append(f"cluster {bounds.get('cluster')}")
+    warps = symmetry.describe(bounds)
+    if warps:
+        parts.append(warps)
+    return ", ".join(parts)
 
 
 def _mark_possible(findings: list, why: str) -> None:

@@ -16,6 +16,8 @@ from urllib.parse import quote
 from lsprotocol import types as T
 from pygls.uris import from_fs_path
 
+from ..api import verified_bounds
+from ..model import symmetry
 from ..findings import INCONCLUSIVE_CODE, UNMODELED_CODE, docs_url
 
 SOURCE = "cutespin"
@@ -247,11 +249,7 @@ def finding_hover(f, fid: str, place: Placement, hovered_line: Optional[int]) ->
 def verdict_line(kr) -> str:
     b = kr.bounds
     if kr.verdict == "verified":
-        parts = [f"loop bound {b['loop']}" if b.get("loop") else "no runtime loops"]
-        if b.get("stages"):
-            parts.append(f"{b['stages']} stages")
-        parts.append(f"cluster {b.get('cluster')}")
-        return f"verified within {', '.join(parts)}"
+        return f"verified within {verified_bounds(b)}"
     if kr.verdict == "inconclusive":
         return f"inconclusive: {kr.reason}"
     codes = sorted({f.code for f in kr.findings})
@@ -267,7 +265,7 @@ def kernel_hover(kr) -> str:
     lines.append(f"- search: {s.get('states', 0)} states, {s.get('transitions', 0)} transitions, "
                  f"{s.get('seconds', 0.0):.2f} s (depth bound {b.get('depth')})")
     lines.append(f"- loop bound: {b.get('loop') or 'none (no runtime loops)'}; stages: {b.get('stages') or '-'}; "
-                 f"cluster: {b.get('cluster')}")
+                 f"cluster: {b.get('cluster')}" + (f"; {warps}" if (warps := symmetry.describe(b)) else ""))
     if kr.assumptions:
         lines += ["", "Assumptions:"] + [f"- {_cell(a)}" for a in kr.assumptions]
     return "\n".join(lines)

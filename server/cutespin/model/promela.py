@@ -320,6 +320,10 @@ class Lowering:
                     if isinstance(op, ir.NamedBarrier):
                         self.named_threads.setdefault((p.cta, op.barrier_id), set()).add(op.threads)
         self.clusters = sorted({p.cta // k.cluster_size for p in k.processes})
+        # Clusters whose warps use the cluster barrier: only they need its visibility holders and
+        # its completion at warp exit (elsewhere `kn` never counts an arrival).
+        self.cluster_barriers = sorted({p.cta // k.cluster_size for p in k.processes for v in p.variants
+                                        for op in ir.walk(v) if isinstance(op, (ir.ClusterArrive, ir.ClusterWait))})
         self.flag_ids = [f.index for f in k.flags]
         self.warps_per_cta = {}
         for p in k.processes:
@@ -393,7 +397,7 @@ class Lowering:
         hs += [f"bd{b}_{r}" for b in self.waited]
         hs += [f"na{i}_{r}" for i in range(len(self.named))]
         hs += [f"nd{i}_{r}" for i in range(len(self.named))]
-        hs += [f"ka{c}_{r}" for c in self.clusters] + [f"kd{c}_{r}" for c in self.clusters]
+        hs += [f"ka{c}_{r}" for c in self.cluster_barriers] + [f"kd{c}_{r}" for c in self.cluster_barriers]
         hs += [f"fr{f}_{r}" for f in self.flag_ids]
         return hs
 
@@ -1115,7 +1119,7 @@ class Lowering:
         for i, (cta, bid) in enumerate(self.named):
             if cta == p.cta and None in self.named_threads[(cta, bid)]:
                 stmts.append(self.complete_named(i, f"{self.warps_per_cta[cta] * 32} - 32 * ex[{cta}]"))
-        if c in self.clusters:
+        if c in self.cluster_barriers:
             stmts.append(self.complete_cluster(c))
         stmts.append(f"if :: (ex[{p.cta}] == {self.warps_per_cta[p.cta]}) -> dead[{p.cta}] = 1 :: else -> skip fi")
         return stmts

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 from urllib.parse import quote
 
-from ..api import __version__
+from ..api import __version__, verified_bounds
 from ..findings import CODES, INCONCLUSIVE_CODE, UNMODELED_CODE, docs_url
 
 JSON_VERSION = 1
@@ -41,12 +41,7 @@ def to_text(results: list, errors: list, *, show_trace: bool = True, verbose: bo
             if verbose or kr.verdict != "counterexample":
                 summary = f"{fr.path}:{kr.line}: {kr.qualname}: {kr.verdict}"
                 if kr.verdict == "verified":
-                    b = kr.bounds
-                    parts = [f"loop bound {b['loop']}" if b.get("loop") else "no runtime loops"]
-                    if b.get("stages"):
-                        parts.append(f"{b['stages']} stages")
-                    parts.append(f"cluster {b.get('cluster')}")
-                    summary += f" within {', '.join(parts)} ({b.get('states')} states)"
+                    summary += f" within {verified_bounds(kr.bounds)} ({kr.bounds.get('states')} states)"
                 out.append(summary)
                 if verbose:
                     for a in kr.assumptions:

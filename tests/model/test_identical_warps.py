@@ -1,0 +1,127 @@
+"""Identical warps are checked as two (model/symmetry.py): the states of N warps between two
+barriers grow as 2^N, and two members show every interaction between members. The verdict
+states the bound; warps that signal counted barriers are never left out."""
+from cutespin import api, ir
+from cutespin.config import Settings
+from cutespin.frontend import build_models
+from cutespin.model import symmetry
+
+from ..kernels import kernel_source, line_of
+
+# Every warp stages its values, syncs and reads a neighbour's: the reduction of a norm kernel.
+EXCHANGE = """\
+smem = cutlass.utils.SmemAllocator()
+buf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(256))
+tidx, _, _ = cute.arch.thread_idx()
+n = mA.shape[0]
+for i in cutlass.range(n):
+    buf[tidx] = mA[tidx]
+    {barrier}
+    mA[tidx] = buf[255 - tidx]
+    {barrier}
+"""
+
+SYNC = "cute.arch.sync_threads()"
+
+
+def source(body: str = EXCHANGE, barrier: str = SYNC, threads: int = 256) -> str:
+    return kernel_source(body.format(barrier=barrier), threads=threads)
+
+
+def check(src: str):
+    return api.check_source(src, "k.py", Settings().with_overrides(verify_fixes=False), with_fixes=False).kernels[0]
+
+
+def model(src: str) -> ir.KernelModel:
+    return build_models(src, "k.py", Settings())[0]
+
+
+def test_eight_identical_warps_are_one_family_checked_as_two():
+    k = model(source())
+    # An index every warp shares makes the warps identical.
+    same = model(source(EXCHANGE.replace("buf[tidx] = mA[tidx]", "buf[0] = mA[tidx]")
+                        .replace("buf[255 - tidx]", "buf[1]")))
+    (fam,) = symmetry.families(same)
+    assert fam.warps == tuple(range(8)) and fam.kept == (0, 1)
+    reduced = symmetry.reduce_identical_warps(same)
+    assert [p.warp for p in reduced.processes] == [0, 1]
+    assert reduced.bounds["identical_warps"] == [{"cta": 0, "warps": list(range(8)), "kept": [0, 1]}]
+    assert any("identical warps are checked as 2" in a and "warps 0–7" in a for a in reduced.assumptions)
+    # Warps touching elements of their own (buf[0:32], buf[32:64], ...) are not merged.
+    assert symmetry.families(k) == []
+    assert symmetry.reduce_identical_warps(k) is k
+
+
+def test_the_verdict_names_the_bound(require_spin):
+    shared = EXCHANGE.replace("buf[tidx] = mA[tidx]", "if tidx % 32 == 0:\n        buf[0] = mA[tidx]") \
+        .replace("buf[255 - tidx]", "buf[0]")
+    ok = check(source(shared))
+    assert ok.verdict == "verified", ok.reason
+    assert ok.bounds["identical_warps"][0]["kept"] == [0, 1]
+    assert "2 of 8 identical warps" in api.verified_bounds(ok.bounds)
+    # Without the second barrier, lane 0 of one warp overwrites buf[0] while another warp still
+    # reads it: two members race, and two are all it takes.
+    racy = source(shared.replace("    {barrier}\n", "", 1).replace("mA[tidx] = buf[0]\n    {barrier}",
+                                                                     "mA[tidx] = buf[0]"))
+    src = racy.replace("{barrier}", SYNC)
+    r = check(src)
+    assert r.verdict == "counterexample", r.reason
+    assert r.findings[0].code == "CS201"
+    assert r.findings[0].span.line in (line_of(src, "buf[0] = mA[tidx]"), line_of(src, "mA[tidx] = buf[0]"))
+
+
+def test_a_barrier_skipped_by_some_warps_still_deadlocks(require_spin):
+    # A per-thread condition: each warp may take either side, so two members suffice to
+    # disagree at the barrier (whose count, all 256 threads, is lowered to the two kept).
+    body = """\
+tidx, _, _ = cute.arch.thread_idx()
+if mA[tidx] > 0:
+    cute.arch.barrier(barrier_id=1, number_of_threads=256)
+"""
+    k = model(kernel_source(body, threads=256))
+    assert [len(f.warps) for f in symmetry.families(k)] == [8]
+    r = check(kernel_source(body, threads=256))
+    assert r.verdict == "counterexample" and r.findings[0].code == "CS101", r.reason
+
+
+def test_an_explicit_count_of_every_user_is_lowered_with_the_users():
+    body = """\
+tidx, _, _ = cute.arch.thread_idx()
+x = mA[tidx]
+cute.arch.barrier(barrier_id=1, number_of_threads=256)
+"""
+    reduced = symmetry.reduce_identical_warps(model(kernel_source(body, threads=256)))
+    counts = {op.threads for p in reduced.processes for op in p.variants[0] if isinstance(op, ir.NamedBarrier)}
+    assert counts == {64}
+
+
+def test_a_barrier_for_some_of_its_users_keeps_every_user():
+    # 128 of the 256 threads complete each phase: leaving warps out would change which phase
+    # each warp joins, so no warp is left out.
+    body = """\
+tidx, _, _ = cute.arch.thread_idx()
+cute.arch.barrier(barrier_id=1, number_of_threads=128)
+"""
+    k = model(kernel_source(body, threads=256))
+    assert symmetry.families(k) == []
+    assert symmetry.reduce_identical_warps(k) is k
+
+
+def test_warps_that_arrive_on_an_mbarrier_are_all_kept():
+    body = """\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, 1)
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(bar, 8)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+with cute.arch.elect_one():
+    cute.arch.mbarrier_arrive(bar)
+cute.arch.mbarrier_wait(bar, 0)
+"""
+    k = model(kernel_source(body, threads=256))
+    assert not k.unmodeled, k.unmodeled
+    # Warps 1-7 are identical, but each arrival counts toward the 8 the barrier expects.
+    assert symmetry.families(k) == []
