@@ -332,3 +332,36 @@ def test_repeated_access_is_dropped_only_when_it_updates_the_same_record():
     assert _dedupe_accesses([plain, again]) == [plain]
     # A write through a per-thread partition view updates its own record: both stay.
     assert _dedupe_accesses([plain, through_view]) == [plain, through_view]
+
+
+def test_a_repeat_within_a_run_of_accesses_is_dropped_and_a_barrier_ends_the_run():
+    from cutespin import ir
+    from cutespin.model.promela import _dedupe_accesses
+    span = ir.Span(1, 1, 1, 2)
+    sc, g = ir.Region(0, "smem", 0, "sc"), ir.Region(1, "gmem", -1, "global mX")
+    load, store = ir.Access(span, g, False, 1), ir.Access(span, sc, True, 1)
+    read_back = ir.Access(span, sc, False, 1)
+    bar = ir.NamedBarrier(span, 0, None, 32, True, 1)
+    # An unrolled staging loop: load, store, load, store, ... collapses to one of each.
+    assert _dedupe_accesses([load, store] * 12) == [load, store]
+    # A read of the same buffer is another record (kept); after a barrier the store counts again.
+    assert _dedupe_accesses([store, read_back, store, bar, store]) == [store, read_back, bar, store]
+
+
+def test_the_dropped_repeat_keeps_the_race_it_was_part_of(require_spin):
+    # Every warp stores its element twice before the exchange; without the second barrier the
+    # next round's stores race with the reads, and the first store of each run reports it.
+    body = """\
+smem = cutlass.utils.SmemAllocator()
+buf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(64))
+tidx, _, _ = cute.arch.thread_idx()
+for i in cutlass.range(mA.shape[0]):
+    buf[tidx] = mA[tidx]
+    buf[tidx] = buf[tidx] + mA[tidx + 64]
+    cute.arch.sync_threads()
+    mA[tidx] = buf[63 - tidx]
+"""
+    src = kernel_source(body, threads=64)
+    r = check(src)
+    assert r.verdict == "counterexample" and r.findings[0].code == "CS201", r.reason
+    assert r.findings[0].span.line in (line_of(src, "buf[tidx] = mA[tidx]"), line_of(src, "buf[63 - tidx]"))

@@ -240,6 +240,10 @@ def _hash_width(expected_states: int) -> int:
     return max(16, min(24, int(math.log2(max(expected_states, 2))) + 1))
 
 
+# Builds of pan with a larger state vector after pan reports VECTORSZ too small.
+VECTOR_ATTEMPTS = 3
+
+
 def compile_command(tools: Tools, memory_mb: int, vectorsz: int) -> list:
     """The command that builds pan. tcc builds it fastest by far. Without tcc, gcc at -O0: it
     builds pan.c about 3x faster than -O1 (a 518 KB model: 3.2 s instead of 11 s, against the
@@ -279,7 +283,7 @@ def check_model(text: str, tools: Tools, *, timeout: float = 20.0, depth: int = 
                             f"installation looks broken; reinstall it (`sudo apt-get install spin`). Its output:\n"
                             f"{out.strip()[-1000:]}")
         vectorsz = 4096 if len(text) > 50_000 else 2048
-        for attempt in range(2):
+        for attempt in range(VECTOR_ATTEMPTS):
             t0 = time.monotonic()
             cc = compile_command(tools, memory_mb, vectorsz)
             try:
@@ -299,12 +303,13 @@ def check_model(text: str, tools: Tools, *, timeout: float = 20.0, depth: int = 
             rc, out, interrupted = _run(["./pan", "-n", f"-m{depth}", f"-w{_hash_width(200_000)}", "-c1"], tmp,
                                         remaining, token, interrupt_after=remaining)
             timings["pan"] = timings.get("pan", 0.0) + time.monotonic() - t0
-            # A state vector larger than the compiled bound: pan stops at depth 0. Rebuild once
-            # with room for it (the model is the same; only the verifier's buffer grows).
+            # A state vector larger than the compiled bound: pan stops near depth 0. Rebuild with
+            # room for it (the model is the same; only the verifier's buffer grows). The size pan
+            # names is the vector's so far (its processes start one by one), hence the doubling.
             m = re.search(r"VECTORSZ too small, recompile pan.c with -DVECTORSZ=N with N>(\d+)", out)
-            if not m or attempt:
+            if not m or attempt == VECTOR_ATTEMPTS - 1:
                 break
-            vectorsz = (int(m.group(1)) // 1024 + 2) * 1024
+            vectorsz = max(2 * vectorsz, (int(m.group(1)) // 1024 + 2) * 1024)
         if interrupted and rc < 0 and "errors:" not in out:
             # Past the time bound pan ignored SIGINT and was killed: a cut-short search, not a crash.
             return RunResult(status="incomplete", incomplete="time", raw=out, seconds=time.monotonic() - start,

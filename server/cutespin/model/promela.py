@@ -1313,14 +1313,25 @@ def _side_accesses(op: ir.Choice) -> list:
 
 
 def _dedupe_accesses(ops: list) -> list:
-    """Drop an access identical to the one just before it (same region, kind, lanes, partition
-    view and proxy): in the visibility encoding the second is a no-op. (An access through another
-    partition view updates another record, so it is kept.)"""
+    """Drop an access identical to an earlier one of the same run of accesses (same region, kind,
+    lanes, partition view and proxy, with only accesses in between): in the visibility encoding
+    the second is a no-op. An access checks only other agents' bits and sets only its own
+    agent's, so within a run (which executes atomically: nothing in it blocks) the accesses
+    commute and repeat to no effect; any other op (a wait, an arrive, a fence, a branch) may
+    change what the agent has seen and ends the run. (An access through another partition view
+    updates another record, so it has another key and is kept.) Unrolled loops that stage one
+    element after another (cuDNN's norm kernels: `sc` written 12 times between two barriers)
+    shrink to one access per buffer."""
     out = []
+    run: set = set()
     for op in ops:
-        if (isinstance(op, ir.Access) and out and isinstance(out[-1], ir.Access)
-                and _access_key(op) == _access_key(out[-1])):
-            continue
+        if isinstance(op, ir.Access):
+            key = _access_key(op)
+            if key in run:
+                continue
+            run.add(key)
+        else:
+            run = set()
         out.append(op)
     return out
 
