@@ -47,6 +47,9 @@ class LineInfo:
     op: str  # op kind: "wait", "arrive", "store", ...
     barrier: Optional[int] = None
     region: Optional[int] = None
+    # An access whose element index did not fold in this configuration (ir.Access.exact False):
+    # a race through it is possible only (findings._inexact_lines).
+    inexact: bool = False
 
 
 @dataclass
@@ -648,7 +651,8 @@ class Lowering:
         k = self.k
 
         def info(what, kind, bar=None, region=None):
-            return LineInfo(op.span, role, what, kind, bar, region)
+            return LineInfo(op.span, role, what, kind, bar, region,
+                            inexact=isinstance(op, ir.Access) and not op.exact)
 
         if isinstance(op, ir.MbInit):
             b = op.bar.index
@@ -1337,7 +1341,7 @@ def _dedupe_accesses(ops: list) -> list:
 
 
 def _access_key(op: ir.Access) -> tuple:
-    return (op.region.index, op.write, op.lanes, op.part, op.async_read, op.what)
+    return (op.region.index, op.write, op.lanes, op.part, op.async_read, op.what, op.exact)
 
 
 def _same_ops(a: list, b: list) -> bool:
