@@ -51,3 +51,24 @@ def test_a_race_through_known_overlapping_indices_is_a_counterexample(require_sp
     src, k = check(BODY.replace("half = mA.shape[0]", "half = 0"))
     assert k.verdict == "counterexample", (k.verdict, k.reason)
     assert [f.code for f in k.findings] == ["CS201"] and not k.findings[0].possible
+
+
+def test_a_global_race_through_an_offset_that_does_not_fold_is_possible(require_spin):
+    # gmem_flag_scope.py's handoff (a CTA-scope release that the other CTA cannot acquire): at
+    # known per-lane indices the race is exact; at an offset read at run time (each CTA's slice
+    # of a workspace, cuDNN frost's descriptor arrays) the whole tensor stands for the slice, so
+    # the race may be between different elements.
+    from pathlib import Path
+    sample = (Path(__file__).parents[2] / "samples" / "gmem_flag_scope.py").read_text()
+    exact = api.check_source(sample, "k.py", SETTINGS, with_fixes=False).kernels[0]
+    assert exact.verdict == "counterexample", exact.reason
+    moved = sample.replace("mData[tidx] = mSrc[tidx] * 2.0",
+                           "base = mData.iterator + mSrc.shape[0] * 4\n"
+                           "            (base + tidx).store(mSrc[tidx] * 2.0)")
+    assert moved != sample
+    k = api.check_source(moved, "k.py", SETTINGS, with_fixes=False).kernels[0]
+    assert k.verdict == "inconclusive", (k.verdict, k.reason)
+    # The sample's finding (the stale read through the CTA-scope release) is possible only.
+    assert [f.code for f in exact.findings] == ["CS401"] and not exact.findings[0].possible
+    assert [f.code for f in k.findings] == ["CS401"] and k.findings[0].possible
+    assert f"line {line_of(moved, '(base + tidx).store')}" in k.reason

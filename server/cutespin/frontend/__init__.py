@@ -796,9 +796,20 @@ def _find_stages(self_obj, params):
         cands += [(k, v) for k, v in self_obj.attrs.items()]
     cands += list(params.items())
     for k, v in cands:
-        if "stage" in k.lower() and isinstance(v, int) and not isinstance(v, bool) and v > 0:
+        if _names_stage_count(k) and isinstance(v, int) and not isinstance(v, bool) and v > 0:
             return v
     return None
+
+
+# Words in an attribute name that make it a size, not a count (`round_stage_elements`,
+# `a_stage_bytes`, `smem_layout_staged`): dsa_bwd's 4,096-element stage was taken for 4,096 stages.
+_NOT_A_STAGE_COUNT = ("bytes", "elem", "layout", "size", "offset", "per_stage", "staged", "shape")
+
+
+def _names_stage_count(name: str) -> bool:
+    """`num_stages`, `ab_stage`, `stages_kv`: a stage count."""
+    low = name.lower()
+    return "stage" in low and not any(w in low for w in _NOT_A_STAGE_COUNT)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -516,6 +516,12 @@ def _uniform_parts(value, tag: str, kind: str = "work_tile"):
 DEFAULT_STAGES = 2  # a stage count that does not fold: the smallest ring that still wraps
 
 
+def _union_keys(dicts) -> list:
+    """The keys of several dicts in first-seen order (a set's order depends on the hash seed, and
+    the order of `self` attributes decides which stage count a kernel takes)."""
+    return list(dict.fromkeys(k for d in dicts for k in d))
+
+
 def is_stage_count_name(name: str) -> bool:
     """`num_ab_stage`, `acc_stages`, `sched_stage`: a stage count; not `a_smem_layout_staged`
     (a layout) nor `bytes_per_stage` (a size). Ring lengths named by buffers count too:
@@ -1298,7 +1304,7 @@ class KernelInterp:
                     env[name] = back[id(v)]
         if not differ:
             # A state first bound, or rebound, on the sides: equal ones merge (merge_envs).
-            for name in set().union(*[e.keys() for e in envs]):
+            for name in _union_keys(envs):
                 vals = [e.get(name) for e in envs]
                 if any(isinstance(v, SPLIT_OBJECTS) for v in vals) and not all(_same(v, vals[0]) for v in vals):
                     # Pipeline states, and pipelines or barriers built differently on the two sides
@@ -1329,7 +1335,7 @@ class KernelInterp:
         objects (`if const_expr(use_tma): tma_bar = ...` ... `if const_expr(use_tma): ...tma_bar`).
         `select` is the term of a uniform condition whose two sides both went on (`merge_value`)."""
         merged = {}
-        keys = set().union(*[e.keys() for e in envs])
+        keys = _union_keys(envs)
         for k in keys:
             vals = [e[k] for e in envs if k in e]
             first = vals[0]
@@ -1348,7 +1354,7 @@ class KernelInterp:
         if all(_same(v, first) for v in vals):
             return first
         if all(isinstance(v, Record) and v.cls is first.cls for v in vals):
-            names = set().union(*[v.attrs.keys() for v in vals])
+            names = _union_keys([v.attrs for v in vals])
             return Record(first.cls, {a: self.merge_value([v.attrs.get(a, Unknown("unbound")) for v in vals], node,
                                                           select) for a in names})
         objects = [v for v in vals if v is not None]
@@ -2115,7 +2121,7 @@ class KernelInterp:
             return Gmem(base.key[2], is_ptr=True)
         if isinstance(base, Gmem):
             if attr in ("iterator", "llvm_ptr", "ptr"):
-                return Gmem(base.name, base.offset, is_ptr=True)
+                return replace(base, is_ptr=True)
             # A kernel argument's shape / stride: the same for every thread.
             return Unknown(f"attribute {attr} of a tensor", key=_leaf("tensor", f"{base.name}+{base.offset}.{attr}"))
         if isinstance(base, tuple) and attr in ("x", "y", "z"):
@@ -2310,7 +2316,7 @@ class KernelInterp:
         if isinstance(a, Smem) and op in (operator.add, operator.sub) and _is_int(b):
             return a.at(offset=op(a.offset, b), sub=("offset", op(a.offset, b)))
         if isinstance(a, Gmem) and op in (operator.add, operator.sub) and _is_int(b):
-            return Gmem(a.name, op(a.offset, b), a.is_ptr)
+            return replace(a, offset=op(a.offset, b))
         if isinstance(a, Smem) and isinstance(b, Unknown) and isinstance(b.coord, tuple) and op is operator.add:
             return _coord_view(a, b.coord)
         if isinstance(a, Smem) and isinstance(b, LaneVal):
@@ -2319,6 +2325,8 @@ class KernelInterp:
             # A runtime offset: somewhere in the buffer, so what it names is not one known
             # element or barrier (P16; `bar_of` refuses it).
             return a.at(flat=False, coord_rank=0, inexact=True)
+        if isinstance(a, Gmem) and isinstance(b, Unknown) and not isinstance(b, LaneVal):
+            return replace(a, inexact=True)
         if isinstance(a, Gmem) and isinstance(b, (LaneVal, Unknown)):
             return a
         if isinstance(a, LaneVal) or isinstance(b, LaneVal):
@@ -3092,6 +3100,7 @@ class KernelInterp:
 
     def access(self, base, write: bool, node, index=None):
         """A load/store of a buffer. A subscript selecting a stage returns the stage's view."""
+        idx = None
         if index is not None:
             idx = self.eval_index(index)
             if (isinstance(base, Smem) and base.inner_stages and base.stages is None and isinstance(idx, tuple)
@@ -3147,10 +3156,13 @@ class KernelInterp:
             self.emit(RawAccess(self.span(node), base, write, self.mask, False, exact))
             return Unknown("loaded value") if not write else None
         if isinstance(base, Gmem):
+            # Global tensors are tracked whole: an access at an index that did not fold is inexact
+            # (P16), one at known per-lane indices is not.
+            exact = not base.inexact and (idx is None or not _has_unknown(idx))
             if write:
-                self.emit(RawAccess(self.span(node), base, True, self.mask, False))
+                self.emit(RawAccess(self.span(node), base, True, self.mask, False, exact))
                 return None
-            self.emit(RawAccess(self.span(node), base, False, self.mask, False))
+            self.emit(RawAccess(self.span(node), base, False, self.mask, False, exact))
             return Unknown("loaded value", key=self.input_load_term(base, index))
         return Unknown("subscript of an unknown value")
 
@@ -5302,7 +5314,7 @@ def h_make_tensor(it, args, kwargs, node):
                  or isinstance(layout, Unknown) and layout.dims is not None and len(layout.dims) == 1)
         return view.at(flat=ptr.flat and rank1, coord_rank=0)
     if isinstance(ptr, Gmem):
-        return Gmem(ptr.name, ptr.offset)
+        return replace(ptr, is_ptr=False)
     return Unknown("tensor")
 
 

@@ -152,6 +152,9 @@ class Gmem:
     name: str
     offset: int = 0
     is_ptr: bool = False
+    # Moved by an offset that did not fold (`desc_base + b * QWORDS` with `b` a runtime loop
+    # index): global tensors are tracked whole, so a race through it is possible only (P16).
+    inexact: bool = False
 
 
 @dataclass(frozen=True)

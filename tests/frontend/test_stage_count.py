@@ -1,0 +1,58 @@
+"""The stage count a kernel's loop bound comes from: a count, never a size, and the same in every
+run (the attribute order once followed the hash seed, and `dsa_bwd`'s 4,096-element stage was
+taken for 4,096 stages in some runs and not in others)."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from cutespin.frontend import _find_stages
+from cutespin.frontend.interp import _union_keys
+
+from ..kernels import kernel_source
+
+
+def test_sizes_of_a_stage_are_not_stage_counts():
+    attrs = {"round_stage_elements": 4096, "a_stage_bytes": 512, "ab_stages": 3}
+    assert _find_stages(None, attrs) == 3
+    assert _find_stages(None, {"num_stages_kv": 4}) == 4
+    assert _find_stages(None, {"stage_bytes": 128}) is None
+
+
+def test_merged_names_keep_their_first_seen_order():
+    assert _union_keys([{"b": 1, "a": 2}, {"c": 3, "a": 4}]) == ["b", "a", "c"]
+
+
+BODY = """\
+tidx, _, _ = cute.arch.thread_idx()
+for i in cutlass.range(mA.shape[0]):
+    mA[tidx] = 1.0
+"""
+
+INIT = """\
+self.round_stage_elements = 4096
+if mode > 0:
+    self.acc_stages = 3
+else:
+    self.acc_stages = 3
+"""
+
+PROBE = """\
+import sys
+from cutespin.config import Settings
+from cutespin.frontend import build_models
+src = sys.stdin.read()
+print(build_models(src, "k.py", Settings())[0].bounds["stages"])
+"""
+
+
+def test_the_stage_count_does_not_depend_on_the_hash_seed():
+    src = kernel_source(BODY, init=INIT).replace("def __init__(self):", "def __init__(self, mode=1):")
+    seen = set()
+    for seed in ("1", "2", "3", "4"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", PROBE], input=src, capture_output=True, text=True, env=env,
+                             cwd=Path(__file__).parents[2], timeout=120)
+        assert out.returncode == 0, out.stderr
+        seen.add(out.stdout.strip())
+    assert seen == {"3"}
