@@ -201,21 +201,18 @@ def classify_assertion(text: str):
 INDEXED_OPS = (ir.Access, ir.TmaLoad, ir.TmaStore, ir.CpAsyncCopy, ir.AsyncRead)
 
 
-def _inexact_lines(k: ir.KernelModel, region: Optional[int], res: RunResult, pm: PromelaModel) -> list:
+def _inexact_lines(k: ir.KernelModel, region: Optional[int]) -> list:
     """Lines of the accesses and copies of `region` whose element or stage index did not fold
     (ir.Access.exact): the model takes each as the whole buffer, so a race on the region may be
-    between elements that differ on the GPU. Loads and stores count where the trail runs them
-    (an index may fold in the configuration the trail is in and not in another); copies and
-    asynchronous reads wherever the model has them."""
+    between elements that differ on the GPU. Counted wherever the model has them, not only where
+    the trail runs them: the accesses a trail calls exact can stand for views the model does not
+    tell apart either (quack's rotary reads and writes the two halves of `sX` through views
+    `composition` / `domain_offset` make, one region for the model), so only a region no inexact
+    access touches gives an exact race."""
     if region is None:
         return []
     lines = {op.span.line for p in k.processes for ops in p.variants for op in ir.walk(ops)
-             if isinstance(op, INDEXED_OPS) and not isinstance(op, ir.Access) and not op.exact
-             and region in _region_indices(op)}
-    for step in res.steps:
-        info = pm.lines.get(step.line)
-        if info is not None and info.inexact and info.region == region and info.span is not None:
-            lines.add(info.span.line)
+             if isinstance(op, INDEXED_OPS) and not op.exact and region in _region_indices(op)}
     return sorted(lines)
 
 
@@ -248,7 +245,7 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
         data = {"sub": sub, "op": info.op if info else None, "barrier": info.barrier if info else None,
                 "region": info.region if info else None}
         region_name = next((r.name for r in pm.tracked if info and r.index == info.region), "the buffer")
-        inexact = _inexact_lines(k, info.region if info else None, res, pm) if kind == "race" else []
+        inexact = _inexact_lines(k, info.region if info else None) if kind == "race" else []
         if inexact:  # a race of any kind through accesses taken as the whole buffer (P16)
             data["inexact"] = inexact
         if kind == "race" and sub == "race" and info and info.op == "load" and info.region in pm.tma_store_dests:
@@ -307,7 +304,7 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
         if sub == "tma_inflight":
             msg = (f"data race: {role} {what} while an earlier TMA load into the same buffer may still be in "
                    f"flight; the two copies overwrite each other")
-            inexact = _inexact_lines(k, info.region if info else None, res, pm)
+            inexact = _inexact_lines(k, info.region if info else None)
             if inexact:
                 data["inexact"] = inexact
             return [Finding("race", msg, span, path, related, steps=steps, data=data)]

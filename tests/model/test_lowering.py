@@ -365,22 +365,3 @@ for i in cutlass.range(mA.shape[0]):
     r = check(src)
     assert r.verdict == "counterexample" and r.findings[0].code == "CS201", r.reason
     assert r.findings[0].span.line in (line_of(src, "buf[tidx] = mA[tidx]"), line_of(src, "buf[63 - tidx]"))
-
-
-def test_a_race_is_possible_only_through_inexact_accesses_its_trail_runs():
-    from types import SimpleNamespace
-    from cutespin import findings, ir
-    from cutespin.engine.spin import RunResult, Step
-    from cutespin.model.promela import LineInfo
-    span = lambda n: ir.Span(n, 1, n, 2)  # noqa: E731
-    red = ir.Region(3, "smem", 0, "red[3]")
-    exact_write = ir.Access(span(10), red, True, 1)
-    inexact_read = ir.Access(span(20), red, False, 1, exact=False)
-    k = SimpleNamespace(processes=[SimpleNamespace(variants=[[exact_write], [exact_write, inexact_read]])])
-    pm = SimpleNamespace(lines={1: LineInfo(span(10), "warp 0", "writes red[3]", "store", region=3),
-                                2: LineInfo(span(20), "warp 1", "reads red[3]", "load", region=3, inexact=True)})
-    # The trail of the first configuration runs the exact write only: an exact race.
-    assert findings._inexact_lines(k, 3, RunResult("error", steps=[Step(1, 0, "P0", 1)]), pm) == []
-    # Through the read whose index did not fold, it is possible only.
-    both = RunResult("error", steps=[Step(1, 0, "P0", 1), Step(2, 1, "P1", 2)])
-    assert findings._inexact_lines(k, 3, both, pm) == [20]

@@ -47,9 +47,6 @@ class LineInfo:
     op: str  # op kind: "wait", "arrive", "store", ...
     barrier: Optional[int] = None
     region: Optional[int] = None
-    # An access whose element index did not fold in this configuration (ir.Access.exact False):
-    # a race through it is possible only (findings._inexact_lines).
-    inexact: bool = False
 
 
 @dataclass
@@ -651,8 +648,7 @@ class Lowering:
         k = self.k
 
         def info(what, kind, bar=None, region=None):
-            return LineInfo(op.span, role, what, kind, bar, region,
-                            inexact=isinstance(op, ir.Access) and not op.exact)
+            return LineInfo(op.span, role, what, kind, bar, region)
 
         if isinstance(op, ir.MbInit):
             b = op.bar.index
