@@ -16,6 +16,9 @@ def test_sizes_of_a_stage_are_not_stage_counts():
     attrs = {"round_stage_elements": 4096, "a_stage_bytes": 512, "ab_stages": 3}
     assert _find_stages(None, attrs) == 3
     assert _find_stages(None, {"num_stages_kv": 4}) == 4
+    # Several rings: the smallest, in whatever order they were set.
+    assert _find_stages(None, {"num_stages_dS": 4, "num_stages_KV": 2}) == 2
+    assert _find_stages(None, {"num_stages_KV": 2, "num_stages_dS": 4}) == 2
     assert _find_stages(None, {"stage_bytes": 128}) is None
 
 

@@ -795,10 +795,12 @@ def _find_stages(self_obj, params):
     if self_obj is not None:
         cands += [(k, v) for k, v in self_obj.attrs.items()]
     cands += list(params.items())
-    for k, v in cands:
-        if _names_stage_count(k) and isinstance(v, int) and not isinstance(v, bool) and v > 0:
-            return v
-    return None
+    # Several rings (`num_stages_dS = 4`, `num_stages_KV = 2`): the smallest, whatever the order
+    # the attributes were set in; the loop bound (2 x stages + 1) wraps it twice, and a larger
+    # one would unroll past the interpretation budget on the kernels that have several.
+    counts = [v for k, v in cands if _names_stage_count(k) and isinstance(v, int) and not isinstance(v, bool)
+              and v > 0]
+    return min(counts) if counts else None
 
 
 # Words in an attribute name that make it a size, not a count (`round_stage_elements`,
