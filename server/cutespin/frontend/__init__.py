@@ -809,7 +809,10 @@ _NOT_A_STAGE_COUNT = ("bytes", "elem", "layout", "size", "offset", "per_stage", 
 
 
 def _names_stage_count(name: str) -> bool:
-    """`num_stages`, `ab_stage`, `stages_kv`: a stage count."""
+    """`num_stages`, `ab_stage`, and also `num_stages_KV` (the ring named after "stages"): a stage
+    count that sets the default loop bound. Looser than `is_stage_count_name` (which decides what
+    takes the default stage count and which layouts are staged, and wants the name to end in
+    "stage(s)"), so the kernels whose rings are named `num_stages_X` keep their loop bound."""
     low = name.lower()
     return "stage" in low and not any(w in low for w in _NOT_A_STAGE_COUNT)
 

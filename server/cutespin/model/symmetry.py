@@ -38,33 +38,18 @@ class Family:
     warps: tuple  # every member's warp index
     kept: tuple
 
-    def describe(self) -> str:
-        return f"{len(self.kept)} of {len(self.warps)} identical warps"
-
     def to_json(self) -> dict:
         return {"cta": self.cta, "warps": list(self.warps), "kept": list(self.kept)}
 
 
-def all_ops(ops):
-    """Every op of a list, inside runtime choices and guarded blocks too."""
-    for op in ops:
-        yield op
-        if isinstance(op, ir.Choice):
-            for alt in op.alternatives:
-                yield from all_ops(alt)
-        elif isinstance(op, ir.GuardedBlock):
-            yield op.guard
-            yield from all_ops(op.then)
-            yield from all_ops(op.otherwise)
-
-
 def _ops(p: ir.Process):
     for v in p.variants:
-        yield from all_ops(v)
+        yield from ir.walk(v)
 
 
-def _named_uses(processes: list) -> dict:
-    """(cta, barrier id) -> {process index: set of thread contributions}, and its counts."""
+def _named_uses(processes: list) -> tuple:
+    """Per named barrier (cta, id): {process index: the thread contributions of its uses}, and
+    the set of thread counts its uses give."""
     uses: dict = {}
     counts: dict = {}
     for pi, p in enumerate(processes):
@@ -100,7 +85,10 @@ def _mergeable(p: ir.Process, uses: dict, counts: dict) -> bool:
 
 def families(k: ir.KernelModel, kept: int = KEPT_PER_FAMILY) -> list:
     """The families of more than `kept` identical, mergeable warps, in warp order."""
-    uses, counts = _named_uses(k.processes)
+    return _families(k, kept, *_named_uses(k.processes))
+
+
+def _families(k: ir.KernelModel, kept: int, uses: dict, counts: dict) -> list:
     groups: list = []  # [[process index, ...]]
     for pi, p in enumerate(k.processes):
         if not _mergeable(p, uses, counts):
@@ -128,9 +116,6 @@ def _with_threads(ops: list, threads: dict, cta: int) -> list:
             op = dataclasses.replace(op, threads=threads[(cta, op.barrier_id)])
         elif isinstance(op, ir.Choice):
             op = dataclasses.replace(op, alternatives=[_with_threads(a, threads, cta) for a in op.alternatives])
-        elif isinstance(op, ir.GuardedBlock):
-            op = dataclasses.replace(op, then=_with_threads(op.then, threads, cta),
-                                     otherwise=_with_threads(op.otherwise, threads, cta))
         out.append(op)
     return out
 
@@ -139,20 +124,19 @@ def reduce_identical_warps(k: ir.KernelModel, kept: int = KEPT_PER_FAMILY) -> ir
     """The model with each family of identical warps cut to its first `kept` members, explicit
     named-barrier counts lowered by the threads of the warps left out, and the bound recorded in
     `bounds["identical_warps"]`. The model itself when no family has more than `kept` members."""
-    fams = families(k, kept)
+    uses, counts = _named_uses(k.processes)
+    fams = _families(k, kept, uses, counts)
     if not fams:
         return k
     dropped = {(f.cta, w) for f in fams for w in f.warps[kept:]}
-    uses, counts = _named_uses(k.processes)
-    threads: dict = {}
+    threads: dict = {}  # explicit counts of barriers some left-out warp used, lowered by its threads
     for key, users in uses.items():
-        (t,) = counts[key] if len(counts[key]) == 1 else (None,)
-        if t is None:
-            continue
+        if len(counts[key]) != 1 or None in counts[key]:
+            continue  # all threads of the CTA (counted from the warps modeled), or not scalable
         left_out = sum(next(iter(c)) for pi, c in users.items()
                        if (k.processes[pi].cta, k.processes[pi].warp) in dropped)
         if left_out:
-            threads[key] = t - left_out
+            threads[key] = next(iter(counts[key])) - left_out
     processes = []
     for p in k.processes:
         if (p.cta, p.warp) in dropped:
