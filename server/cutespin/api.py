@@ -39,6 +39,8 @@ class KernelResult:
     findings: list  # list[Finding]
     unmodeled: list  # list[ir.Unmodeled]
     stats: dict
+    # The whole model (every warp); the search may have run on it with identical warps left out
+    # (`bounds["identical_warps"]`), which `promela` and `run` then describe.
     model: Optional[ir.KernelModel] = None
     promela: Optional[PromelaModel] = None
     run: Optional[RunResult] = None
@@ -112,7 +114,9 @@ def model_key(text: str, settings: Settings, tools: Tools) -> str:
 def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optional[CancelToken] = None,
                source_lines: Optional[list] = None) -> KernelResult:
     findings = static_findings(k)
-    # The search runs on the model with identical warps cut to two (a bound the verdict states).
+    # The search runs on the model with identical warps cut to two (a bound the verdict states);
+    # the result keeps the whole model, from which fixes compute counts in the source's terms.
+    whole = k
     k = symmetry.reduce_identical_warps(k)
     pm: Optional[PromelaModel] = None
     run: Optional[RunResult] = None
@@ -209,7 +213,7 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
     stats = {"states": states, "transitions": run.transitions if run else 0, "seconds": seconds,
              "compiler": tools.compiler_name}
     return KernelResult(k.path, k.name, k.qualname, k.line, verdict, reason, bounds, assumptions, findings,
-                        list(k.unmodeled), stats, k, pm, run, suppressed, timings,
+                        list(k.unmodeled), stats, whole, pm, run, suppressed, timings,
                         cut_short if verdict == "inconclusive" else None)
 
 

@@ -107,21 +107,63 @@ cute.arch.barrier(barrier_id=1, number_of_threads=128)
     assert symmetry.reduce_identical_warps(k) is k
 
 
-def test_warps_that_arrive_on_an_mbarrier_are_all_kept():
-    body = """\
+# Every warp arrives once (one elected lane) on a barrier warp 0 initialised for all eight.
+ARRIVE_ALL = """\
 smem = cutlass.utils.SmemAllocator()
 bar = smem.allocate_array(cutlass.Int64, 1)
 warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
 if warp == 0:
     with cute.arch.elect_one():
-        cute.arch.mbarrier_init(bar, 8)
+        cute.arch.mbarrier_init(bar, {count})
 cute.arch.mbarrier_init_fence()
 cute.arch.sync_threads()
 with cute.arch.elect_one():
     cute.arch.mbarrier_arrive(bar)
 cute.arch.mbarrier_wait(bar, 0)
 """
-    k = model(kernel_source(body, threads=256))
+
+
+def test_an_mbarrier_count_of_every_arriver_is_lowered_with_the_arrivers(require_spin):
+    k = model(kernel_source(ARRIVE_ALL.format(count=8), threads=256))
     assert not k.unmodeled, k.unmodeled
-    # Warps 1-7 are identical, but each arrival counts toward the 8 the barrier expects.
+    # Warp 0 initialises (never left out); warps 1-7 arrive once each and wait alike.
+    (fam,) = symmetry.families(k)
+    assert fam.warps == tuple(range(1, 8)) and fam.kept == (1, 2)
+    reduced = symmetry.reduce_identical_warps(k)
+    inits = {op.count for p in reduced.processes for op in ir.walk(p.variants[0]) if isinstance(op, ir.MbInit)}
+    assert inits == {3}  # 8 arrivals less the 5 of the warps left out
+    assert any("the arrival count of" in a and "lowered to 3" in a for a in reduced.assumptions)
+    r = check(kernel_source(ARRIVE_ALL.format(count=8), threads=256))
+    assert r.verdict == "verified", r.reason
+    assert "2 of 7 identical warps" in api.verified_bounds(r.bounds)
+
+
+def test_an_mbarrier_waiting_for_other_arrivals_keeps_every_arriver(require_spin):
+    # Nine arrivals expected, eight made: the count is not what the arrivers give, so no warp is
+    # left out and the deadlock is found with all of them.
+    src = kernel_source(ARRIVE_ALL.format(count=9), threads=256)
+    assert symmetry.families(model(src)) == []
+    r = check(src)
+    assert r.verdict == "counterexample" and r.findings[0].code == "CS101", r.reason
+
+
+def test_warps_that_arrive_and_expect_bytes_are_all_kept():
+    src = kernel_source(ARRIVE_ALL.format(count=8).replace(
+        "cute.arch.mbarrier_arrive(bar)", "cute.arch.mbarrier_arrive_and_expect_tx(bar, 128)"), threads=256)
+    k = model(src)
+    assert not k.unmodeled, k.unmodeled
     assert symmetry.families(k) == []
+
+
+def test_a_count_fix_is_not_computed_from_the_warps_checked(require_spin):
+    # Lanes that skip the arrival deadlock the wait. The search ran on warps 1-2 of 1-7 with the
+    # count lowered to 3: "3 - 1 missing" is no count for the source, so no count fix is proposed.
+    body = ARRIVE_ALL.format(count=8).replace(
+        "with cute.arch.elect_one():\n    cute.arch.mbarrier_arrive(bar)",
+        "tidx, _, _ = cute.arch.thread_idx()\nif mA[tidx] > 0:\n    with cute.arch.elect_one():\n"
+        "        cute.arch.mbarrier_arrive(bar)")
+    src = kernel_source(body, threads=256)
+    r = api.check_source(src, "k.py", Settings(), with_fixes=True).kernels[0]
+    assert r.bounds["identical_warps"][0]["kept"] == [1, 2]
+    assert r.verdict == "counterexample" and r.findings[0].code == "CS101", r.reason
+    assert not [x.title for x in r.findings[0].fixes if "arrival count" in x.title]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .. import ir
+from .prune import prune_zero_variables
 
 WORD_BITS = 32
 MAX_BITS = 30  # access bits per word: 0..29 (a Promela int is signed 32-bit)
@@ -895,9 +896,11 @@ class Lowering:
             gs = [self.group_of[(pi, ci)] for ci in range(len(p.lane_classes))]
             if len(gs) > 1:
                 for r in (k for key in self.vis_keys for k in self.wkeys(key)):
-                    union = " | ".join(self.cov(g, r) for g in gs)
-                    stmts.append(f"t_{r} = {union}")
-                    stmts += [f"{self.cov(g, r)} = t_{r}" for g in gs]
+                    # Every lane class sees what any of them saw: the union into the first, then
+                    # copied (no temporary: a leftover value would tell otherwise equal states apart).
+                    first = self.cov(gs[0], r)
+                    stmts.append(f"{first} = " + " | ".join(self.cov(g, r) for g in gs))
+                    stmts += [f"{self.cov(g, r)} = {first}" for g in gs[1:]]
             self.emit(indent + (self.dstep(stmts) if stmts else "skip"), info("synchronises the warp (sync_warp)", "sync_warp"))
         elif isinstance(op, ir.ClusterArrive):
             c = p.cta // k.cluster_size
@@ -1165,8 +1168,6 @@ class Lowering:
             proc_names[pname] = p.role
             L(f"proctype {pname}() {{", None)
             locals_ = ["byte sg = 0", "bit cg = 0"]
-            locals_ += [f"unsigned t_{r} : {self.width[self.region_of(r)]}"
-                        for key in self.vis_keys for r in self.wkeys(key)]
             L("  " + "; ".join(locals_) + ";", None)
             # The whole body is one atomic sequence: it loses atomicity only at a blocking wait, so
             # each warp runs from one wait to the next without interleaving (a Lipton reduction:
@@ -1233,6 +1234,10 @@ class Lowering:
         L("}", None)
         self.pack_effects()
         text_lines = [t for t, _ in self.lines]
+        # Visibility variables that no reachable state sets (a barrier that never carries a
+        # region's accesses, another CTA's holders) go, with every statement that only keeps them
+        # at 0: the same states, a smaller state vector and fewer statements (model/prune.py).
+        text_lines = prune_zero_variables("\n".join(text_lines)).split("\n")
         if len(text_lines) > MAX_MODEL_LINES:
             raise ModelTooLarge(f"the unrolled model has {len(text_lines)} Promela lines (limit {MAX_MODEL_LINES}); "
                                 f"pin a smaller loop bound or fewer stages")

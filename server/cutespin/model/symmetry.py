@@ -9,12 +9,14 @@ members (a race between two of them, two of them on different sides of a runtime
 member every interaction with another warp, so the check keeps two and the verdict says so
 ("2 of 31 identical warps"), as it says which loop bound it covers.
 
-Only warps that never signal a counted barrier are merged: mbarrier arrival counts, transaction
-bytes and flag values count the warps that arrive or update, and leaving some out would change
-them. A named barrier whose thread count is every user's threads (`sync_threads`, or `bar.sync
-id, T` where T is what all of its users contribute) keeps that meaning with fewer users: an
-explicit count is lowered by the threads of the warps left out; a barrier that waits for only some
-of its users keeps its members all.
+Counted barriers are lowered with the warps left out when their count is what every user gives:
+a named barrier whose thread count is every user's threads (`sync_threads`, or `bar.sync id, T`
+where T is what all of its users contribute), and an mbarrier initialised with the sum of its
+arrivers' single arrive counts (the consumer release of a pipeline whose consumer group is the
+consumer warps: each arrives once a phase). The explicit count is lowered by what the warps left
+out give. A barrier that waits for only some of its users, or for arrivals a warp makes in
+different sizes, keeps its members all; so do warps that expect transaction bytes, issue TMA
+loads, initialise barriers or update flags (those counts and values would change).
 """
 from __future__ import annotations
 
@@ -25,9 +27,11 @@ from .. import ir
 
 KEPT_PER_FAMILY = 2
 
-# Ops that count the warps that perform them (arrival counts, transaction bytes, flag values,
-# initialisation by one warp): a warp doing any of them is never left out.
-COUNTED_OPS = (ir.MbInit, ir.MbInitFence, ir.MbArrive, ir.MbExpectTx, ir.TmaLoad, ir.FlagUpdate)
+# Ops whose effect depends on how many warps perform them and that no count can be lowered for
+# (transaction bytes, flag values, initialisation by one warp): a warp doing any of them is never
+# left out. Arrivals are handled per barrier (`_arrival_uses`). `mbarrier_init_fence` is not
+# here: it fences only the warp's own inits, and a warp that inits is never left out.
+COUNTED_OPS = (ir.MbInit, ir.MbExpectTx, ir.TmaLoad, ir.FlagUpdate)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,45 +51,65 @@ def _ops(p: ir.Process):
         yield from ir.walk(v)
 
 
-def _named_uses(processes: list) -> tuple:
-    """Per named barrier (cta, id): {process index: the thread contributions of its uses}, and
-    the set of thread counts its uses give."""
+# A counted barrier: a named barrier `("named", cta, id)` or an mbarrier `("mbar", index)`.
+UNSCALABLE = -1  # a contribution no count can be lowered by (an arrive that also expects bytes)
+
+
+def _counted_uses(processes: list) -> tuple:
+    """Per counted barrier: {process index: the contributions of its uses} (threads a named
+    barrier use brings, arrivals an arrive makes), and the set of counts it waits for (the named
+    barrier's thread count, None for every thread of the CTA; the mbarrier's init count)."""
     uses: dict = {}
     counts: dict = {}
     for pi, p in enumerate(processes):
         for op in _ops(p):
             if isinstance(op, ir.NamedBarrier):
-                key = (p.cta, op.barrier_id)
+                key = ("named", p.cta, op.barrier_id)
                 uses.setdefault(key, {}).setdefault(pi, set()).add(op.arriving)
                 counts.setdefault(key, set()).add(op.threads)
+            elif isinstance(op, ir.MbArrive):
+                key = ("mbar", op.bar.index)
+                plain = not op.tx and op.tx_known and not op.cp_async
+                uses.setdefault(key, {}).setdefault(pi, set()).add(op.count if plain else UNSCALABLE)
+            elif isinstance(op, ir.MbInit):
+                counts.setdefault(("mbar", op.bar.index), set()).add(op.count)
     return uses, counts
 
 
 def _scalable(key, uses: dict, counts: dict) -> bool:
-    """Whether the barrier waits for every thread of its users: then the count follows the users."""
-    threads = counts[key]
-    if threads == {None}:
+    """Whether the barrier waits for every user's contribution: then the count follows the users."""
+    threads = counts.get(key, set())
+    if key[0] == "named" and threads == {None}:
         return True  # every thread of the CTA: counted from the warps modeled
     if len(threads) != 1 or None in threads:
         return False
     contributions = uses[key].values()
-    if any(len(c) != 1 for c in contributions):
+    if any(len(c) != 1 or UNSCALABLE in c for c in contributions):
         return False
     return next(iter(threads)) == sum(next(iter(c)) for c in contributions)
+
+
+def _counted_key(p: ir.Process, op) -> Optional[tuple]:
+    if isinstance(op, ir.NamedBarrier):
+        return ("named", p.cta, op.barrier_id)
+    if isinstance(op, ir.MbArrive):
+        return ("mbar", op.bar.index)
+    return None
 
 
 def _mergeable(p: ir.Process, uses: dict, counts: dict) -> bool:
     for op in _ops(p):
         if isinstance(op, COUNTED_OPS):
             return False
-        if isinstance(op, ir.NamedBarrier) and not _scalable((p.cta, op.barrier_id), uses, counts):
+        key = _counted_key(p, op)
+        if key is not None and not _scalable(key, uses, counts):
             return False
     return True
 
 
 def families(k: ir.KernelModel, kept: int = KEPT_PER_FAMILY) -> list:
     """The families of more than `kept` identical, mergeable warps, in warp order."""
-    return _families(k, kept, *_named_uses(k.processes))
+    return _families(k, kept, *_counted_uses(k.processes))
 
 
 def _families(k: ir.KernelModel, kept: int, uses: dict, counts: dict) -> list:
@@ -108,49 +132,75 @@ def _families(k: ir.KernelModel, kept: int, uses: dict, counts: dict) -> list:
     return out
 
 
-def _with_threads(ops: list, threads: dict, cta: int) -> list:
-    """The ops with every scaled named barrier's explicit count replaced by `threads`."""
+def _with_counts(ops: list, lowered: dict, cta: int) -> list:
+    """The ops with every lowered barrier's explicit count replaced: a named barrier's thread
+    count, an mbarrier's init count."""
     out = []
     for op in ops:
-        if isinstance(op, ir.NamedBarrier) and op.threads is not None and (cta, op.barrier_id) in threads:
-            op = dataclasses.replace(op, threads=threads[(cta, op.barrier_id)])
+        if isinstance(op, ir.NamedBarrier) and op.threads is not None and ("named", cta, op.barrier_id) in lowered:
+            op = dataclasses.replace(op, threads=lowered[("named", cta, op.barrier_id)])
+        elif isinstance(op, ir.MbInit) and ("mbar", op.bar.index) in lowered:
+            op = dataclasses.replace(op, count=lowered[("mbar", op.bar.index)])
         elif isinstance(op, ir.Choice):
-            op = dataclasses.replace(op, alternatives=[_with_threads(a, threads, cta) for a in op.alternatives])
+            op = dataclasses.replace(op, alternatives=[_with_counts(a, lowered, cta) for a in op.alternatives])
         out.append(op)
     return out
 
 
 def reduce_identical_warps(k: ir.KernelModel, kept: int = KEPT_PER_FAMILY) -> ir.KernelModel:
     """The model with each family of identical warps cut to its first `kept` members, explicit
-    named-barrier counts lowered by the threads of the warps left out, and the bound recorded in
+    barrier counts lowered by what the warps left out contribute, and the bound recorded in
     `bounds["identical_warps"]`. The model itself when no family has more than `kept` members."""
-    uses, counts = _named_uses(k.processes)
+    uses, counts = _counted_uses(k.processes)
     fams = _families(k, kept, uses, counts)
     if not fams:
         return k
     dropped = {(f.cta, w) for f in fams for w in f.warps[kept:]}
-    threads: dict = {}  # explicit counts of barriers some left-out warp used, lowered by its threads
-    for key, users in uses.items():
-        if len(counts[key]) != 1 or None in counts[key]:
-            continue  # all threads of the CTA (counted from the warps modeled), or not scalable
-        left_out = sum(next(iter(c)) for pi, c in users.items()
-                       if (k.processes[pi].cta, k.processes[pi].warp) in dropped)
-        if left_out:
-            threads[key] = next(iter(counts[key])) - left_out
+    lowered = _lowered(k, dropped, uses, counts)
     processes = []
     for p in k.processes:
         if (p.cta, p.warp) in dropped:
             continue
-        if threads:
-            p = dataclasses.replace(p, variants=[_with_threads(v, threads, p.cta) for v in p.variants])
+        if lowered:
+            p = dataclasses.replace(p, variants=[_with_counts(v, lowered, p.cta) for v in p.variants])
         processes.append(p)
     bounds = {**k.bounds, "identical_warps": [f.to_json() for f in fams]}
     note = "; ".join(f"CTA {f.cta}: warps {_ranges(f.warps)} run the same operations, checked as warps "
                      f"{_ranges(f.kept)}" for f in fams)
+    lowered_note = "".join(f"; {_describe_count(k, key)} lowered to {n}" for key, n in sorted(lowered.items(), key=str))
     assumptions = list(k.assumptions) + [
-        f"identical warps are checked as {kept} ({note}): every interaction between two of them and "
-        f"with other warps is covered, not one that needs {kept + 1} of them"]
+        f"identical warps are checked as {kept} ({note}{lowered_note}): every interaction between two of "
+        f"them and with other warps is covered, not one that needs {kept + 1} of them"]
     return dataclasses.replace(k, processes=processes, bounds=bounds, assumptions=assumptions)
+
+
+def lowered_counts(k: ir.KernelModel, kept: int = KEPT_PER_FAMILY) -> dict:
+    """The explicit barrier counts `reduce_identical_warps` lowers on the (unreduced) model `k`:
+    `("mbar", index)` or `("named", cta, id)` -> the lowered count. A fix that computes a count
+    from a trail of the reduced model cannot carry it back to the source for these."""
+    uses, counts = _counted_uses(k.processes)
+    fams = _families(k, kept, uses, counts)
+    return _lowered(k, {(f.cta, w) for f in fams for w in f.warps[kept:]}, uses, counts)
+
+
+def _lowered(k: ir.KernelModel, dropped: set, uses: dict, counts: dict) -> dict:
+    """Explicit counts of barriers some left-out warp used, lowered by its share."""
+    lowered: dict = {}
+    for key, users in uses.items():
+        if len(counts.get(key, ())) != 1 or None in counts[key]:
+            continue  # all threads of the CTA (counted from the warps modeled), or not scalable
+        left_out = sum(next(iter(c)) for pi, c in users.items()
+                       if (k.processes[pi].cta, k.processes[pi].warp) in dropped)
+        if left_out:
+            lowered[key] = next(iter(counts[key])) - left_out
+    return lowered
+
+
+def _describe_count(k: ir.KernelModel, key: tuple) -> str:
+    if key[0] == "named":
+        return f"the thread count of named barrier {key[2]} (CTA {key[1]})"
+    bar = next((b for b in k.barriers if b.index == key[1]), None)
+    return f"the arrival count of {bar.name}" if bar else f"the arrival count of barrier {key[1]}"
 
 
 def describe(bounds: dict) -> Optional[str]:
