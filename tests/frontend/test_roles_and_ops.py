@@ -809,17 +809,59 @@ cute.arch.sync_threads()
     assert not exited and [o for o in going_on if isinstance(o, ir.NamedBarrier)]
 
 
-def test_an_exit_inside_a_helper_is_unmodeled():
+def test_an_exit_inside_a_helper_ends_the_thread_and_cuts_the_callers_code():
+    # frost's `steep_exit_unless_flagged`: `if flag[0] == 0: nvvm.exit()` in a helper called at
+    # kernel entry. On the exiting side nothing after the call runs, in the helper or its caller.
     src = kernel_source("""\
-self.leave()
+self.leave(mA)
 cute.arch.sync_threads()
 """, extra_class='''
 @cute.jit
-def leave(self):
-    cute.arch.exit()
+def leave(self, flag):
+    if flag[0] == 0:
+        cute.arch.nvvm.exit()
+    cute.arch.fence_acq_rel_cta()
 ''')
     m = model(src)
-    assert [u.construct for u in m.unmodeled] == ["cute.arch.exit"]
+    assert not m.unmodeled, m.unmodeled
+    [choice] = [o for o in ops(m, 0) if isinstance(o, ir.Choice)]
+    exited, going_on = choice.alternatives
+    assert [type(o).__name__ for o in exited] == []
+    # The helper's rest and the caller's barrier run on the other side only.
+    assert [type(o).__name__ for o in going_on] == ["Fence", "NamedBarrier"]
+    assert not [o for o in ops(m, 0) if isinstance(o, ir.NamedBarrier)]  # none outside the choice
+
+
+def test_an_exit_on_every_path_of_a_helper_ends_the_caller_too():
+    src = kernel_source("""\
+if mA[0] > 0:
+    self.leave()
+    cute.arch.sync_threads()
+cute.arch.fence_acq_rel_cta()
+""", extra_class='''
+@cute.jit
+def leave(self):
+    cute.arch.nvvm.exit()
+''')
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    [choice] = [o for o in ops(m, 0) if isinstance(o, ir.Choice)]
+    assert [[type(o).__name__ for o in alt] for alt in choice.alternatives] == [[], ["Fence"]]
+
+
+def test_a_trap_drops_the_paths_that_reach_it_and_says_so():
+    # cuDNN's fail-closed index checks: `inline_ptx("trap;", predicate=slot >= n)`.
+    src = kernel_source("""\
+tidx, _, _ = cute.arch.thread_idx()
+if tidx == 0:
+    cute.arch.inline_ptx("trap;", predicate=mA[0] >= 4)
+    mA[1] = 0
+cute.arch.sync_threads()
+""").replace("import cutlass.cute as cute", "import cutlass.cute as cute\nfrom cutlass.cute.arch import inline_ptx")
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    assert any("`trap` at line" in a and "not checked" in a for a in m.assumptions), m.assumptions
+    assert [o for o in ops(m, 0) if isinstance(o, ir.NamedBarrier)]
 
 
 def test_a_library_helper_handed_a_pipeline_is_unmodeled_not_pure():

@@ -77,6 +77,14 @@ def build_models(text: str, path: str, settings: Settings, only: Optional[str] =
     return [build_kernel(info, site, path, settings) for site in info.kernels if only is None or site.qualname == only]
 
 
+def _not_compiled_text(e: BaseException) -> str:
+    """Why a warp's trace ended the kernel body: a `raise` (no kernel compiles) or a `trap` on
+    every path (every launch aborts)."""
+    if isinstance(e, I._Traps):
+        return f"{e} on every path: the kernel always aborts, nothing else runs to check"
+    return f"{e}: the DSL trace fails there, so the kernel does not compile as written"
+
+
 def _from_recursion(e: BaseException) -> bool:
     """A RecursionError, or an error raised while one unwound (libcst's metadata visitors turn it
     into a KeyError on the way out)."""
@@ -1801,8 +1809,11 @@ def _compiled_configs(configs, run_config, registry):
         dropped = [(c, e) for c, e in failures if c.cond_labels == labels]
         trips = "every trip count" if len(dropped) == sum(c.cond_labels == labels for c in configs) else \
             "trip counts " + "; ".join(_trips_text(c) for c, _ in dropped)
+        why = dropped[0][1]
         registry.assume(f"configuration {'; '.join(labels) or 'without fixed conditions'} with {trips} not "
-                        f"checked: {dropped[0][1]} there, so the DSL trace fails and no kernel is compiled for it")
+                        f"checked: {why} there, " + ("on every path of it (an error, no hang and no race)"
+                                                     if isinstance(why, I._Traps) else
+                                                     "so the DSL trace fails and no kernel is compiled for it"))
     if not kept:
         raise I.Unsupported(f"no configuration traces: {failures[0][1]}")
     return kept, runs
@@ -1965,8 +1976,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
                 except I.NotCompiled as e:
                     if conds:
                         raise  # this configuration is not compiled (_split_uniform_conditions)
-                    registry.add_unmodeled(ir.Unmodeled(def_span.line, "kernel body", f"{e}: the DSL trace fails "
-                                                        "there, so the kernel does not compile as written"))
+                    registry.add_unmodeled(ir.Unmodeled(def_span.line, "kernel body", _not_compiled_text(e)))
                 except I.Unsupported as e:
                     registry.add_unmodeled(ir.Unmodeled(def_span.line, "kernel body", str(e)))
                     if e.whole_kernel:

@@ -66,9 +66,24 @@ class _Raises(NotCompiled):
     even where the interpreter did not fold the condition."""
 
 
+class _Traps(_Raises):
+    """PTX `trap` reached on a path: the launch aborts with an error there (a fail-closed check of
+    an index), which is no hang and no race. The side that traps is dropped like a side that
+    raises (stated), so the check covers the paths that do not trap."""
+
+
 class _Return(Exception):
     def __init__(self, value):
         self.value = value
+
+
+class _Exit(_Return):
+    """PTX `exit` (`nvvm.exit()`) on every path: the thread ends, in a helper as in the kernel
+    body, so helper boundaries pass it on (`call_function`) and only the kernel body ends it. On
+    some paths only, it is a `_PartialReturn` of kind "exit"."""
+
+    def __init__(self):
+        super().__init__(None)
 
 
 # The synchronization catalogue by name (as bench/corpus.py counts kernels that synchronize),
@@ -77,7 +92,7 @@ class _Return(Exception):
 SYNC_TEXT_RE = re.compile(
     r"mbarrier|elect_one|sync_threads|barrier|cluster_|fence|atomic|\bred\(|tma|producer_|consumer_|"
     r"arrive|wait|commit|tcgen05|cp_async|smem|tmem|pipeline|Allocator|griddepcontrol|allocate|AddressSpace|"
-    r"\bArray\(")  # a helper that allocates returns new memory on every call: never memoized
+    r"\bArray\(|\bexit\(|\btrap\b")  # a helper that allocates returns new memory on every call: never memoized
 
 
 # Whether a function's text names the catalogue, per node (the text of a large helper costs
@@ -885,6 +900,7 @@ class KernelInterp:
         saved = self.out
         self.out = []
         inner = None
+        exited = False
         try:
             self.exec_block(rest)
         except _PartialReturn as got:  # another partly-returning branch further on
@@ -892,9 +908,11 @@ class KernelInterp:
                 raise Unsupported("return and continue under runtime conditions in one loop body")
             inner = got
         except _Return as r:
-            if pr.kind == "continue":
-                raise Unsupported("return and continue under runtime conditions in one loop body")
+            if pr.kind == "continue" or isinstance(r, _Exit) and pr.kind != "exit":
+                raise Unsupported("return and continue (or exit) under runtime conditions in one function")
             pr.values.append(r.value)
+            if isinstance(r, _Exit):
+                exited = True  # the open paths end the thread too: none goes on
         except _Continue:
             if pr.kind != "continue":
                 raise
@@ -902,6 +920,11 @@ class KernelInterp:
         finally:
             tail, self.out = self.out, saved
         inner_slots = inner.slots if inner is not None else []
+        if exited:
+            for slot in pr.slots:
+                slot.extend(tail)
+            pr.slots = []
+            return
         open_after = []
         for k, slot in enumerate(pr.slots):
             if k == 0:
@@ -1170,6 +1193,7 @@ class KernelInterp:
         attrs0 = dict(self.self_obj.attrs) if self.self_obj is not None else None
         outs, envs, attrs, returned, partial, memos = [], [], [], {}, {}, []
         continued = set()  # sides that ended the loop iteration (`continue`)
+        exited = set()  # sides that ended the thread (`nvvm.exit()`), among `returned`
         failed = {}  # sides of a compile-time branch whose trace fails (NotCompiled)
         for k, body in enumerate(bodies):
             memos.append({})
@@ -1196,6 +1220,8 @@ class KernelInterp:
                 partial[k] = pr
             except _Return as r:
                 returned[k] = r.value
+                if isinstance(r, _Exit):
+                    exited.add(k)
             except _Continue:
                 continued.add(k)
             finally:
@@ -1230,16 +1256,20 @@ class KernelInterp:
         if not returned and not partial and not continued:
             return
         line = self.span(node).line
-        kinds = {pr.kind for pr in partial.values()} | ({"return"} if returned else set()) | \
-            ({"continue"} if continued else set())
+        kinds = {pr.kind for pr in partial.values()} | ({"return"} if set(returned) - exited else set()) | \
+            ({"exit"} if exited else set()) | ({"continue"} if continued else set())
         if len(kinds) > 1:
-            raise Unsupported("return and continue under runtime conditions in one loop body")
+            raise Unsupported(f"{' and '.join(sorted(kinds))} under runtime conditions in one function")
         if kinds == {"continue"}:
             # The rest of the loop body runs only on the paths that did not continue.
             if not slots:
                 raise _Continue()
             raise _PartialReturn(slots, [], line, kind="continue")
         values = list(returned.values()) + [v for pr in partial.values() for v in pr.values]
+        if kinds == {"exit"}:
+            if not slots:
+                raise _Exit()
+            raise _PartialReturn(slots, values, line, kind="exit")
         if not slots:
             raise _Return(values[0] if all(_same(v, values[0]) for v in values) else
                           Unknown(f"returned on several sides of the branch at line {line}"))
@@ -1254,8 +1284,12 @@ class KernelInterp:
         ok = next(k for k in range(len(bodies)) if k not in failed)
         why = next(iter(failed.values()))
         test = self.code(node.test) if isinstance(getattr(node, "test", None), cst.CSTNode) else self.code(node)
-        self.registry.assume(f"the compile-time condition `{test}` (line {self.span(node).line}) "
-                             f"takes the side that traces: on the other, {why} and the kernel would not compile")
+        if isinstance(why, _Traps):
+            self.registry.assume(f"{why}: the paths that reach it are not checked (an error, no hang and no "
+                                 f"race); the check covers the paths that do not trap")
+        else:
+            self.registry.assume(f"the compile-time condition `{test}` (line {self.span(node).line}) "
+                                 f"takes the side that traces: on the other, {why} and the kernel would not compile")
         self.run_decided_side(bodies, ok, key)
 
     def run_decided_side(self, bodies, k, key):
@@ -1677,7 +1711,7 @@ class KernelInterp:
             if pr.kind == "continue":
                 return True  # every path, continued or not, goes on to the next iteration
             # The later iterations would belong to the sides that did not return.
-            raise Unsupported("return under a runtime condition inside a loop")
+            raise Unsupported(f"{'exit' if pr.kind == 'exit' else 'return'} under a runtime condition inside a loop")
         return True
 
     def exec_guarded(self, body, why: str, may_return: bool = False):
@@ -2975,6 +3009,8 @@ class KernelInterp:
             self.in_module(fn.module, lambda: self.exec_block(fn.node.body), node)
             result = None
         except _Return as r:  # a _PartialReturn too: its value merges the sides that returned
+            if isinstance(r, _Exit) or isinstance(r, _PartialReturn) and r.kind == "exit":
+                raise  # the thread ends, not just this helper: the callers' code after it is cut too
             result = r.value
         except (_Break, _Continue):
             raise Unsupported("break/continue outside a loop")
@@ -3940,13 +3976,10 @@ def _h_nvvm_barrier(wait: bool, count_name: str, id_first: bool = True):
 
 
 def h_exit(it, args, kwargs, node):
-    """`cute.arch.nvvm.exit()` (PTX `exit`): the thread ends here. In the kernel body that is a
-    `return` from the kernel (under a runtime condition, only on that side); inside a helper it
-    would also end the callers, which the interpreter does not follow."""
-    if it.call_sites:
-        it.unmodeled(node, "cute.arch.exit", "a thread exit inside a helper function is not modeled")
-        return None
-    raise _Return(None)
+    """`cute.arch.nvvm.exit()` (PTX `exit`): the thread ends here, in a helper as in the kernel
+    body (under a runtime condition, only on that side): every caller's code after the call is
+    cut on that path too (`_Exit`)."""
+    raise _Exit()
 
 
 def h_sync_warp(it, args, kwargs, node):
@@ -4357,6 +4390,8 @@ def h_inline_ptx(it, args, kwargs, node):
         if head == "griddepcontrol":
             h_griddepcontrol(it, [], {}, node)
             continue
+        if head == "trap" and not guarded:
+            raise _Traps(f"`trap` at line {it.span(node).line} aborts the launch")
         if head == "tcgen05" and ptx_tmem_load(it, mnemonic, ins_text, ins, n_out, plain, node):
             continue
         if head in ("mbarrier", "bar", "barrier", "fence"):
@@ -5833,7 +5868,7 @@ CALLS.update({
     "primitives.barrier_cluster_arrive_relaxed": h_cluster_arrive_relaxed,
     "primitives.barrier_cluster_arrive_relaxed_aligned": h_cluster_arrive_relaxed,
     "primitives.barrier_cluster_wait": h_cluster_wait, "primitives.barrier_cluster_wait_aligned": h_cluster_wait,
-    "primitives.cluster_ctarank": h_cta_rank, "primitives.mapa": h_map_dsmem,
+    "primitives.exit": h_exit, "primitives.cluster_ctarank": h_cta_rank, "primitives.mapa": h_map_dsmem,
     "primitives.mbarrier_init": h_mbarrier_init, "primitives.mbarrier_arrive": h_mbarrier_arrive,
     "primitives.mbarrier_arrive_expect_tx": h_arrive_expect_tx,
     "primitives.mbarrier_try_wait_parity": h_try_wait, "primitives.mbarrier_test_wait_parity": h_try_wait,
