@@ -36,6 +36,7 @@ MAX_DSTEP_STATEMENTS = 200
 # consecutive ops into d_steps (no user text can hold it: nothing from the source reaches the text).
 EFFECT = "\x00"
 MAX_MODEL_LINES = 40_000
+PRUNE_MAX_CHARS = 400_000  # larger models are not pruned (see build)
 # Paths a warp's atomic sequence may hold before a runtime branch ends it (see lower_choice).
 PATH_BUDGET = 64
 
@@ -1234,13 +1235,18 @@ class Lowering:
         L("}", None)
         self.pack_effects()
         text_lines = [t for t, _ in self.lines]
-        # Visibility variables that no reachable state sets (a barrier that never carries a
-        # region's accesses, another CTA's holders) go, with every statement that only keeps them
-        # at 0: the same states, a smaller state vector and fewer statements (model/prune.py).
-        text_lines = prune_zero_variables("\n".join(text_lines)).split("\n")
         if len(text_lines) > MAX_MODEL_LINES:
             raise ModelTooLarge(f"the unrolled model has {len(text_lines)} Promela lines (limit {MAX_MODEL_LINES}); "
                                 f"pin a smaller loop bound or fewer stages")
+        # Visibility variables that no reachable state sets (a barrier that never carries a
+        # region's accesses, another CTA's holders) go, with every statement that only keeps them
+        # at 0: the same states, a smaller state vector and fewer statements (model/prune.py).
+        # It keeps every line, so the size check above holds for its result. Past PRUNE_MAX_CHARS
+        # the pass itself (about a second per 700 KB here) costs more than it saves in a search
+        # that the time bound cuts short anyway, so large models are left whole.
+        text = "\n".join(text_lines)
+        if len(text) <= PRUNE_MAX_CHARS:
+            text_lines = prune_zero_variables(text).split("\n")
         table = {i + 1: info for i, (_, info) in enumerate(self.lines) if info is not None}
         return PromelaModel("\n".join(text_lines) + "\n", table, proc_names, self.groups, self.tracked,
                             {b.index: b.name for b in k.barriers}, {f.index: f.name for f in k.flags},
