@@ -363,7 +363,8 @@ def promela_for(text: str, path: str, settings: Settings, qualname: str) -> Opti
     for k in build_models(text, path, settings):
         if k.qualname == qualname:
             try:
-                return lower(k)
+                # The model the check searched: identical warps cut to two, as in run_kernel.
+                return lower(symmetry.reduce_identical_warps(k))
             except (TooManyGroups, ModelTooLarge, ValueOutOfRange):
                 return None
     return None

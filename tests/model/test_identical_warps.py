@@ -167,3 +167,14 @@ def test_a_count_fix_is_not_computed_from_the_warps_checked(require_spin):
     assert r.bounds["identical_warps"][0]["kept"] == [1, 2]
     assert r.verdict == "counterexample" and r.findings[0].code == "CS101", r.reason
     assert not [x.title for x in r.findings[0].fixes if "arrival count" in x.title]
+
+
+def test_show_promela_gives_the_model_the_check_searched():
+    # The editor's "show Promela" command re-lowers the kernel: it must show the reduced model
+    # (warps 1-2 of 1-7, the count lowered to 3), not one the search never ran on.
+    src = kernel_source(ARRIVE_ALL.format(count=8), threads=256)
+    r = api.check_source(src, "k.py", Settings().with_overrides(verify_fixes=False), with_fixes=False).kernels[0]
+    shown = api.promela_for(src, "k.py", Settings(), r.qualname)
+    assert shown is not None and r.promela is not None
+    assert shown.text == r.promela.text
+    assert shown.text.count("proctype P") == 3

@@ -905,11 +905,12 @@ class KernelInterp:
             self.exec_block(rest)
         except _PartialReturn as got:  # another partly-returning branch further on
             if got.kind != pr.kind:
-                raise Unsupported("return and continue under runtime conditions in one loop body")
+                raise Unsupported(f"{' and '.join(sorted({got.kind, pr.kind}))} under runtime conditions in one function")
             inner = got
         except _Return as r:
             if pr.kind == "continue" or isinstance(r, _Exit) and pr.kind != "exit":
-                raise Unsupported("return and continue (or exit) under runtime conditions in one function")
+                kinds = {pr.kind, "exit" if isinstance(r, _Exit) else "return"}
+                raise Unsupported(f"{' and '.join(sorted(kinds))} under runtime conditions in one function")
             pr.values.append(r.value)
             if isinstance(r, _Exit):
                 exited = True  # the open paths end the thread too: none goes on

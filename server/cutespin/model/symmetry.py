@@ -29,7 +29,7 @@ KEPT_PER_FAMILY = 2
 
 # Ops whose effect depends on how many warps perform them and that no count can be lowered for
 # (transaction bytes, flag values, initialisation by one warp): a warp doing any of them is never
-# left out. Arrivals are handled per barrier (`_arrival_uses`). `mbarrier_init_fence` is not
+# left out. Arrivals are handled per barrier (`_counted_uses`, `_scalable`). `mbarrier_init_fence` is not
 # here: it fences only the warp's own inits, and a warp that inits is never left out.
 COUNTED_OPS = (ir.MbInit, ir.MbExpectTx, ir.TmaLoad, ir.FlagUpdate)
 
