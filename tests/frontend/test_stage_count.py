@@ -63,3 +63,17 @@ def test_the_stage_count_does_not_depend_on_the_hash_seed():
         assert out.returncode == 0, out.stderr
         seen.add(out.stdout.strip())
     assert seen == {"3"}
+
+
+def test_a_deep_ring_caps_the_default_loop_bound_and_says_so():
+    from cutespin.config import Settings
+    from cutespin.frontend import MAX_DEFAULT_LOOP_BOUND, build_models
+
+    deep = build_models(kernel_source(BODY, init="self.num_stages = 64\n"), "k.py", Settings())[0]
+    assert deep.bounds["loop"] == MAX_DEFAULT_LOOP_BOUND == 33
+    assert any("not 2 x 64 stages + 1 = 129" in a for a in deep.assumptions), deep.assumptions
+    assert not deep.loop_chosen  # still a default bound: smaller ones may be tried
+    # Under the cap the ring wraps twice, as before; a pinned bound is never capped.
+    assert build_models(kernel_source(BODY, init="self.num_stages = 16\n"), "k.py", Settings())[0].bounds["loop"] == 33
+    pinned = build_models(kernel_source(BODY, init="self.num_stages = 64\n"), "k.py", Settings(loop_bound=40))[0]
+    assert pinned.bounds["loop"] == 40 and not any("not 2 x" in a for a in pinned.assumptions)

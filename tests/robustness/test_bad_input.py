@@ -47,6 +47,9 @@ def check_expectation(name: str, error, kernels: list, elapsed: float, cli: bool
         assert not error and not kernels, (name, error, kernels)
     elif kind == "finding":
         assert not error and any(word in codes for _, _, codes in kernels), (name, error, kernels)
+    elif kind == "nofinding":  # a correct kernel: verified, or inconclusive at some bound, never a finding
+        assert not error and kernels and all(v in ("verified", "inconclusive") and not codes
+                                             for v, _, codes in kernels), (name, kernels)
     elif kind == "inconclusive":
         assert not error and kernels and all(v == "inconclusive" and r for v, r, _ in kernels), (name, kernels)
         assert not word or all(word in r for _, r, _ in kernels), (name, kernels)

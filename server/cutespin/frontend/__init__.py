@@ -20,6 +20,10 @@ from .values import (FULL_MASK, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET, CtaGroupOp
                      TmaAtom, Unknown)
 
 DEFAULT_LOOP_BOUND = 3
+# The default bound 2 x stages + 1 is capped here: the model of a runtime loop holds one copy of
+# the loop per trip count (quadratic in the bound), so a 64-stage ring's 129 trips only ever gave
+# "model too large", after a minute of unrolling; at 33 it is checked (within that bound).
+MAX_DEFAULT_LOOP_BOUND = 33
 
 
 class FrontendError(Exception):
@@ -1950,6 +1954,10 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         registry.add_unmodeled(ir.Unmodeled(def_span.line, "block size", f"{threads} threads per CTA"))
         warps = 32
     bound = env.loop_bound or (2 * env.stages + 1 if env.stages else DEFAULT_LOOP_BOUND)
+    if env.loop_bound is None and MAX_DEFAULT_LOOP_BOUND < bound <= I.MAX_UNROLL:
+        registry.assume(f"runtime loops are checked up to {MAX_DEFAULT_LOOP_BOUND} trips, not 2 x {env.stages} stages "
+                        f"+ 1 = {bound}: the ring does not wrap twice (pin `loop` to check more trips)")
+        bound = MAX_DEFAULT_LOOP_BOUND
     cluster = env.cluster
     ctas = cluster
     if ctas > settings.max_ctas:
