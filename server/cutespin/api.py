@@ -316,18 +316,20 @@ def _budget_reasons(k) -> Optional[str]:
 def _at_smaller_bounds(k, why: str, text: str, path: str, settings: Settings, tools, token, lines):
     """A kernel cut short at the *default* loop bound (`why`): the search ran out of time or
     memory, the model is over the size limit, or the front end ran out of budget. It is checked
-    again at smaller bounds (half of it, then 1), each search with a share of the time bound, and
-    the first that is fully modeled and reaches a verdict is the result: its bound is the smaller
-    one and an assumption says what was cut short (docs/policies.md P9). None when no smaller
-    bound gives a verdict (the caller keeps its own result). A bound the user chose (setting or
-    `loop` pin) is never changed."""
+    again at smaller bounds, each search with a share of the time bound: first at bound 1 (the
+    smallest model, the likeliest to reach a verdict), then, if that was verified and time is
+    left, at half the default bound. A counterexample ends the search; otherwise the largest bound
+    that reached a verdict is the result, with an assumption that says what was cut short
+    (docs/policies.md P9). None when no smaller bound gives a verdict (the caller keeps its own
+    result). A bound the user chose (setting or `loop` pin) is never changed."""
     bound = k.bounds.get("loop")
     start = time.monotonic()
-    for b in sorted({max(1, bound // 2), 1}, reverse=True):
+    best = None
+    for b in sorted({1, max(1, bound // 2)}):
         if token is not None and token.cancelled:
             raise Cancelled()
-        if time.monotonic() - start > settings.timeout * (1 - 2 * RETRY_SEARCH_SHARE):
-            break  # no time left for another front end and search within the time bound
+        if b > 1 and (best is None or time.monotonic() - start > settings.timeout * (1 - 2 * RETRY_SEARCH_SHARE)):
+            break  # nothing verified at bound 1, or no time left for another front end and search
         smaller = settings.with_overrides(loop_bound=b)
         m = next(iter(build_models(text, path, smaller, only=k.qualname)), None)
         if m is None or m.unmodeled:
@@ -339,8 +341,10 @@ def _at_smaller_bounds(k, why: str, text: str, path: str, settings: Settings, to
         got.assumptions.append(f"at the default loop bound {bound} the check was cut short ({why}); "
                                f"this verdict is for runtime loops of at most {b} trips")
         got.model.loop_chosen = False
-        return got
-    return None
+        best = got
+        if got.verdict != "verified":
+            break  # a counterexample at a smaller bound is one at the default bound too
+    return best
 
 
 def check_source(text: str, path: str, settings: Settings, token: Optional[CancelToken] = None,

@@ -42,6 +42,31 @@ def test_a_cut_short_default_bound_is_retried_smaller_and_says_so(monkeypatch, r
                and "at most 1 trips" in a for a in kr.assumptions)
 
 
+def test_bound_1_comes_first_and_the_largest_bound_verified_is_the_result(monkeypatch, require_spin):
+    path = SAMPLES / "pipeline_async_handles_ok.py"  # 2 stages: default bound 5, half of it 2
+    bounds = _time_bound_above(2, monkeypatch)
+    kr = api.check_source(path.read_text(), str(path), Settings(), with_fixes=False).kernels[0]
+    assert bounds == [5, 1, 2]
+    assert kr.verdict == "verified" and kr.bounds["loop"] == 2, (kr.verdict, kr.reason)
+    assert any("default loop bound 5 the check was cut short" in a and "at most 2 trips" in a for a in kr.assumptions)
+
+
+def test_bound_1_stands_when_half_the_bound_is_cut_short_too(monkeypatch, require_spin):
+    path = SAMPLES / "pipeline_async_handles_ok.py"
+    bounds = _time_bound_above(1, monkeypatch)
+    kr = api.check_source(path.read_text(), str(path), Settings(), with_fixes=False).kernels[0]
+    assert bounds == [5, 1, 2]
+    assert kr.verdict == "verified" and kr.bounds["loop"] == 1, (kr.verdict, kr.reason)
+
+
+def test_a_counterexample_at_bound_1_ends_the_retries(monkeypatch, require_spin):
+    path = SAMPLES / "pipeline_async_handles_race.py"
+    bounds = _time_bound_above(1, monkeypatch)
+    kr = api.check_source(path.read_text(), str(path), Settings(), with_fixes=False).kernels[0]
+    assert bounds == [5, 1]
+    assert kr.verdict == "counterexample" and kr.bounds["loop"] == 1, (kr.verdict, kr.reason)
+
+
 def test_a_chosen_loop_bound_is_kept(monkeypatch, require_spin):
     path = SAMPLES / "umma_2cta_pair_ok.py"
     bounds = _time_bound_above(1, monkeypatch)
