@@ -160,6 +160,10 @@ class Report:
                 f"{self.seconds:.0f} s on {self.workers} workers; crashes: {len(self.crashes)}; slowest mutant "
                 f"{slow:.1f} s; outcomes: {kinds}")
 
+    def slowest_text(self) -> str:
+        """The slowest mutants by name: the per-mutant limit is what a slow input runs into first."""
+        return f"cutespin fuzz ({self.mode}) slowest: " + "; ".join(f"{s:.1f} s {what}" for s, what in self.slowest[:3])
+
     def crash_text(self) -> str:
         out = [f"crash: {what}: {error.strip().splitlines()[-1] if error.strip() else '?'}"
                for what, _, error in self.crashes]
@@ -264,6 +268,7 @@ def main(argv=None) -> int:
             continue
         rep = run_fuzz(mode, n, args.workers, args.seed)
         print(rep.summary(), flush=True)
+        print(rep.slowest_text(), flush=True)
         if rep.crashes:
             failed = True
             print(rep.crash_text(), flush=True)

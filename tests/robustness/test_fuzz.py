@@ -28,6 +28,7 @@ SPIN_RUNS = 500 if E2E >= 800 else E2E // 2  # mutants whose model SPIN really s
 def test_front_end_and_lowering_never_crash(robustness_log):
     rep = run_fuzz("front", MUTANTS, seed=SEED)
     robustness_log(rep.summary())
+    robustness_log(rep.slowest_text())
     assert not rep.crashes, rep.crash_text()
     assert rep.mutants >= MUTANTS
     assert set(rep.classes) <= set(CLASSES), rep.classes
@@ -40,6 +41,7 @@ def test_front_end_and_lowering_never_crash(robustness_log):
 def test_end_to_end_through_spin_never_crashes(require_spin, robustness_log):
     rep = run_fuzz("e2e", E2E, seed=SEED)
     robustness_log(rep.summary() + f"; SPIN runs: {rep.classes['spin-run']}")
+    robustness_log(rep.slowest_text())
     assert not rep.crashes, rep.crash_text()
     assert rep.mutants >= E2E
     assert rep.classes["spin-run"] >= SPIN_RUNS
