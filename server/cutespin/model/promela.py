@@ -36,6 +36,10 @@ MAX_DSTEP_STATEMENTS = 200
 # consecutive ops into d_steps (no user text can hold it: nothing from the source reaches the text).
 EFFECT = "\x00"
 MAX_MODEL_LINES = 40_000
+# Statements, not lines, are what `spin -a` pays for (quadratically per proctype: a proctype of
+# 48 000 statements takes it about 3 s); a model of a million is out of reach of any time bound,
+# and building its text alone took seconds (a 64-stage cluster ring: 131 MB in 38 000 lines).
+MAX_MODEL_STATEMENTS = 1_000_000
 PRUNE_MAX_CHARS = 400_000  # larger models are not pruned (see build)
 # Paths a warp's atomic sequence may hold before a runtime branch ends it (see lower_choice).
 PATH_BUDGET = 64
@@ -151,6 +155,7 @@ class Lowering:
         self.dsteps = 0
         self.effects: list = []  # op effects (statement lists) behind the placeholders (`dstep`)
         self.effect_sizes: list = []  # their sizes in SPIN's d_step table (`_statements`)
+        self.statements = 0  # their sum (MAX_MODEL_STATEMENTS)
         self.paths = 1  # paths through the open atomic sequence so far
         self.inlining = False  # lowering the alternatives of a branch kept inside the sequence
         self._plan()
@@ -544,6 +549,10 @@ class Lowering:
         stmts = list(stmts) or ["skip"]
         self.effects.append(stmts)
         self.effect_sizes.append(_statements(stmts))
+        self.statements += self.effect_sizes[-1]
+        if self.statements > MAX_MODEL_STATEMENTS:
+            raise ModelTooLarge(f"the unrolled model has more than {MAX_MODEL_STATEMENTS} Promela statements; "
+                                f"pin a smaller loop bound or fewer stages")
         return f"{EFFECT}{len(self.effects) - 1}{EFFECT}"
 
     def pack_effects(self):
@@ -1079,7 +1088,18 @@ class Lowering:
         for ci in range(n):
             key = tuple(self._effective_key(p.variants[ci]) for p in self.k.processes)
             groups.setdefault(key, []).append(ci)
+        self._refuse_if_certainly_too_large(list(groups))
         return list(groups.values())
+
+    def _refuse_if_certainly_too_large(self, keys: list):
+        """Raise ModelTooLarge before anything is emitted when the model will be over the limit
+        anyway: every element of an effective key emits at least one line (`lower_op` emits a
+        line for every op, a kept branch its `if`), and a process whose groups lower differently
+        is emitted once per group. Emitting up to the limit first took most of the lowering time
+        of the models refused (a 40 000-line model: seconds of `lower_seq`)."""
+        if line_floor(keys) > MAX_MODEL_LINES:
+            raise ModelTooLarge(f"the unrolled model has more than {MAX_MODEL_LINES} Promela lines; "
+                                f"pin a smaller loop bound or fewer stages")
 
     def _effective_key(self, ops: list) -> tuple:
         """What `lower_seq` makes of `ops`, as a comparable value: untracked accesses (`skip`)
@@ -1253,6 +1273,17 @@ class Lowering:
                             narrow_sites=self.narrow_sites, notes=self.notes,
                             tma_store_dests=self.tma_store_dests, cp_async_dests=self.cp_async_dests,
                             async_read_kinds={r: sorted(v) for r, v in self.async_read_kinds.items()})
+
+
+def line_floor(keys: list) -> int:
+    """The fewest lines a model can have whose config groups have these effective keys (one
+    tuple per group, one key per process): a process is emitted once when every group lowers it
+    alike, else once per group; every key element emits at least one line."""
+    floor = 0
+    for pi in range(len(keys[0]) if keys else 0):
+        mine = [key[pi] for key in keys]
+        floor += len(mine[0]) if all(m == mine[0] for m in mine) else sum(len(m) for m in mine)
+    return floor
 
 
 def wkey(key, w: int) -> str:
