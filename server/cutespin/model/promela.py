@@ -156,6 +156,7 @@ class Lowering:
         self.effects: list = []  # op effects (statement lists) behind the placeholders (`dstep`)
         self.effect_sizes: list = []  # their sizes in SPIN's d_step table (`_statements`)
         self.statements = 0  # their sum (MAX_MODEL_STATEMENTS)
+        self.group_keys: list = []  # the effective keys of the config groups (`config_groups`)
         self.paths = 1  # paths through the open atomic sequence so far
         self.inlining = False  # lowering the alternatives of a branch kept inside the sequence
         self._plan()
@@ -1088,7 +1089,7 @@ class Lowering:
         for ci in range(n):
             key = tuple(self._effective_key(p.variants[ci]) for p in self.k.processes)
             groups.setdefault(key, []).append(ci)
-        self._refuse_if_certainly_too_large(list(groups))
+        self.group_keys = list(groups)
         return list(groups.values())
 
     def _refuse_if_certainly_too_large(self, keys: list):
@@ -1179,6 +1180,7 @@ class Lowering:
                 L("; ".join(f"unsigned {n} : {self.width[r0]}" for n in names) + ";", None)
         L("byte cfg;", None)
         config_groups = self.config_groups()
+        self._refuse_if_certainly_too_large(self.group_keys)
         if self.k.shared_conditions:
             L(f"byte uc[{len(self.k.shared_conditions)}];", None)
         if self.k.enum_values:
