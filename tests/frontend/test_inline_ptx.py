@@ -275,3 +275,62 @@ inline_ptx("mbarrier.arrive.release.cta.shared::cta.b64 _, [{$r0}];", read_only_
     assert [a.count for a in arrives] == [1, 32]  # arrivals: one lane, then every lane
     choice = next(o for o in top if isinstance(o, ir.Choice))
     assert [[type(o).__name__ for o in alt] for alt in choice.alternatives] == [["MbArrive"], []]
+
+LLVM_IMPORT = "from cutlass._mlir.dialects import llvm\nfrom cutlass.cutlass_dsl import T\n"
+
+
+def build_llvm(body: str):
+    src = kernel_source(body).replace("import cutlass\n", "import cutlass\n" + LLVM_IMPORT, 1)
+    return build_models(src, "k.py", Settings())[0]
+
+
+def test_llvm_inline_asm_is_read_as_ptx_outputs_first():
+    # The MLIR LLVM dialect's inline assembly (cuDNN's helpers): `=r` outputs are numbered
+    # before `operands_`, so `[$1]` is the first operand; math is nothing, a barrier is a barrier.
+    m = build_llvm("""\
+smem = cutlass.utils.SmemAllocator()
+sBuf = smem.allocate_tensor(cutlass.Int32, cute.make_layout(64))
+x = llvm.inline_asm(T.i32(), [llvm.ptrtoint(T.i32(), sBuf.iterator.llvm_ptr)], "ld.shared.b32 $0, [$1];", "=r,r",
+                    has_side_effects=True)
+y = llvm.inline_asm(T.i32(), [x], "cvt.rn.f16x2.f32 $0, $1, $1;", "=r,r")
+llvm.inline_asm(None, [], "bar.sync 1, 64;", "", has_side_effects=True)
+""")
+    assert not m.unmodeled, m.unmodeled
+    kinds = [(type(o).__name__, getattr(o, "write", None)) for o in ops(m) if isinstance(o, (ir.Access, ir.NamedBarrier))]
+    assert kinds == [("Access", False), ("NamedBarrier", None)], kinds
+
+
+def test_llvm_inline_asm_whose_text_does_not_fold_is_unmodeled_not_skipped():
+    m = build_llvm("""\
+llvm.inline_asm(None, [], ASM_FROM_ELSEWHERE, "", has_side_effects=True)
+llvm.inline_asm(None, [], "tcgen05.st.sync.aligned.32x32b.x8.b32 [$0], {$1};", "r,r", has_side_effects=True)
+""")
+    assert sorted(u.why for u in m.unmodeled) == [
+        "`tcgen05.st.sync.aligned.32x32b.x8.b32` not modeled",
+        "the assembly text, operands or constraints do not fold"], m.unmodeled
+
+
+def test_cache_hints_memory_bars_and_tcgen05_thread_sync_fences():
+    m = build("""\
+inline_ptx("prefetch.global.L2 [$0];", read_only_args=[mA.iterator])
+inline_ptx("membar.gl;")
+inline_ptx("tcgen05.fence::after_thread_sync;")
+""")
+    assert not m.unmodeled, m.unmodeled
+    fences = [(o.kind, o.scope) for o in ops(m) if isinstance(o, ir.Fence)]
+    assert fences == [("acq_rel", "gpu")], fences
+    assert any(a.startswith("TMEM: tcgen05.fence::") for a in m.assumptions), m.assumptions
+
+
+def test_exit_in_ptx_ends_the_thread():
+    m = build("""\
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp_idx == 0:
+    inline_ptx("exit;")
+cute.arch.sync_threads()
+""")
+    assert not m.unmodeled, m.unmodeled
+    def barriers(warp):
+        return [o for p in m.processes if p.warp == warp for o in ir.walk(p.variants[0])
+                if isinstance(o, ir.NamedBarrier)]
+    assert not barriers(0) and barriers(1)

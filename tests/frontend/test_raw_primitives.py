@@ -309,7 +309,48 @@ ASYNC_WRITERS = {
     "clc": "prims.clusterlaunchcontrol_try_cancel(slot.subview(0), bar.subview(0), multicast=1)",
     # st.async of four 32-bit words into the peer's (here: this CTA's) copy of `slot`
     "dsmem": "cute.arch.store_async_dsmem(slot.subview(0), (1, 2, 3, 4), bar.subview(0), 0)",
+    # the same through the MLIR LLVM dialect's inline assembly (cuDNN's and lightmoe's MoE
+    # schedulers), one v4.b32 store whose addresses the snippet `mapa`s itself
+    "llvm_asm": "store_peer_async(slot.subview(0), bar.subview(0), 0)",
 }
+
+# cuDNN's `store_i32_to_peer_cluster_smem_async` shape: addresses through llvm.ptrtoint, the
+# snippet maps both to the peer CTA with `mapa` into its own registers.
+PEER_STORE_HELPER = """
+from cutlass._mlir.dialects import llvm
+from cutlass.cutlass_dsl import T
+
+
+@cute.jit
+def store_peer_async(smem_ptr, mbar_ptr, rank):
+    smem_addr = llvm.ptrtoint(T.i32(), smem_ptr.llvm_ptr)
+    mbar_addr = llvm.ptrtoint(T.i32(), mbar_ptr.llvm_ptr)
+    llvm.inline_asm(
+        res=None,
+        operands_=[smem_addr, mbar_addr, cutlass.Int32(rank).ir_value()],
+        asm_string=\"\"\"{{
+            .reg .u32 remote_addr;
+            .reg .u32 remote_mbar;
+            mapa.shared::cluster.u32 remote_addr, $0, $2;
+            mapa.shared::cluster.u32 remote_mbar, $1, $2;
+            st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [remote_addr], {1, 2, 3, 4}, [remote_mbar];
+        }}\"\"\",
+        constraints="r,r,r",
+        has_side_effects=True,
+    )
+
+
+@cute.jit
+def arrive_expect_on_peer(mbar_ptr, tx, rank):
+    mbar_addr = llvm.ptrtoint(T.i32(), mbar_ptr.llvm_ptr)
+    llvm.inline_asm(
+        res=None,
+        operands_=[mbar_addr, cutlass.Int32(rank).ir_value(), cutlass.Int32(tx).ir_value()],
+        asm_string="mapa.shared::cluster.u32 remote_mbar, $0, $1; mbarrier.arrive.expect_tx.shared::cluster.b64 _, [remote_mbar], $2;",
+        constraints="r,r,r",
+        has_side_effects=True,
+    )
+"""
 
 
 @pytest.mark.parametrize("writer", sorted(ASYNC_WRITERS))
@@ -330,11 +371,59 @@ if warp == 0:
         prims.mbarrier_arrive_expect_tx(bar.subview(0), 16)
         {ASYNC_WRITERS[writer]}
 {spin}v = prims.load_ext(slot.subview(0), dtype=cutlass.Int32, count=4, shared_space=prims.SharedSpace.shared_cta)
-""")
+""", top=PEER_STORE_HELPER if writer == "llvm_asm" else "")
     assert not model(src(True)).unmodeled
     assert check(src(True)).verdict == "verified"
     early = check(src(False))
     assert any(f.code == "CS201" for f in early.findings), early.reason
+
+
+def peer_handoff(tx: int, per_lane: bool = False) -> str:
+    """Warp 0 arms the barrier through the inline-asm peer arrive (rank 0: this CTA) and stores
+    16 bytes with st.async; warp 1 waits for the phase and reads them. `per_lane`: the lanes below
+    the cluster size store, each to the CTA of its own rank (lightmoe's scheduler broadcast)."""
+    store = ("lane = cute.arch.lane_idx()\nif lane < 1:\n    store_peer_async(slot.subview(0), bar.subview(0), lane)"
+             if per_lane else "if prims.elect_sync():\n    store_peer_async(slot.subview(0), bar.subview(0), 0)")
+    store = store.replace("\n", "\n    ")
+    return kernel(f"""\
+bar = cutlass.Array(cutlass.Int64, 1, space=SMEM)
+slot = cutlass.Array(cutlass.Int32, 4, space=SMEM)
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp == 0:
+    if prims.elect_sync():
+        prims.mbarrier_init(bar.subview(0), 1)
+prims.fence_mbarrier_init()
+prims.barrier_cta_sync(0)
+if warp == 0:
+    if prims.elect_sync():
+        arrive_expect_on_peer(bar.subview(0), {tx}, 0)
+    {store}
+else:
+    while not prims.mbarrier_try_wait_parity(bar.subview(0), 0):
+        pass
+    v = prims.load_ext(slot.subview(0), dtype=cutlass.Int32, count=4, shared_space=prims.SharedSpace.shared_cta)
+""", top=PEER_STORE_HELPER)
+
+
+def test_inline_asm_peer_arrive_and_store_are_the_arrive_and_async_write_they_spell(require_spin):
+    assert not model(peer_handoff(16)).unmodeled
+    assert check(peer_handoff(16)).verdict == "verified"
+    # expecting more bytes than the store completes: the phase never completes
+    short = check(peer_handoff(32))
+    assert [f.code for f in short.findings] == ["CS101"], short.reason
+
+
+def test_inline_asm_st_async_to_per_lane_peers_splits_by_peer(require_spin):
+    assert not model(peer_handoff(16, per_lane=True)).unmodeled
+    assert check(peer_handoff(16, per_lane=True)).verdict == "verified"
+
+
+def test_inline_asm_through_a_register_of_unknown_rank_is_unmodeled():
+    src = peer_handoff(16).replace("store_peer_async(slot.subview(0), bar.subview(0), 0)",
+                                   "store_peer_async(slot.subview(0), bar.subview(0), mA.shape[0])")
+    assert "mA.shape[0])" in src
+    whys = [(u.construct, u.why) for u in model(src).unmodeled]
+    assert ("map_dsmem_ptr", "the target CTA rank is not known") in whys, whys
 
 
 def one_array_ring(mma_reads_stage: str = "s") -> str:

@@ -4362,7 +4362,6 @@ def h_inline_ptx(it, args, kwargs, node):
         return result
     plain = isinstance(outs, (tuple, list)) or outs is None
     instructions = ptx_instructions(text)
-    waits = [m for m, _, _ in instructions if re.match(r"mbarrier\.(try|test)_wait", m)]
     # `predicate=p` guards the whole snippet like an `@p` on each instruction (frost's predicated
     # peer arrive), unless it folds to True.
     pred = kwargs.get("predicate")
@@ -4372,9 +4371,55 @@ def h_inline_ptx(it, args, kwargs, node):
         it.run_if(pred, lambda: h_inline_ptx(it, args, unguarded, node), node)
         return result
     snippet_guarded = pred is not None and pred is not True
+    return run_ptx(it, text, instructions, ins, n_out, plain, snippet_guarded, "read_write_args" in kwargs,
+                   result, node)
+
+
+def h_llvm_inline_asm(it, args, kwargs, node):
+    """`llvm.inline_asm(res, operands_, asm_string, constraints, ...)` (the MLIR LLVM dialect that
+    cuDNN's and lightmoe's peer-CTA helpers call): the same PTX as cute.arch.inline_ptx, with
+    `$k` numbering the outputs (`=` constraints) first, then `operands_`."""
+    res = _kw(args, kwargs, 0, "res")
+    operands = _kw(args, kwargs, 1, "operands_")
+    text = _kw(args, kwargs, 2, "asm_string")
+    constraints = _kw(args, kwargs, 3, "constraints")
+    result = None if res is None else Unknown("inline asm result")
+    if isinstance(text, PartialText):
+        text = text.text
+    if not isinstance(text, str) or not isinstance(operands, (tuple, list)) or not isinstance(constraints, str):
+        it.unmodeled(node, "llvm.inline_asm", "the assembly text, operands or constraints do not fold")
+        return result
+    n_out = sum(1 for c in constraints.split(",") if c.strip().startswith("="))
+    return run_ptx(it, text, ptx_instructions(text), list(operands), n_out, True, False, False, result, node)
+
+
+def h_llvm_ptrtoint(it, args, kwargs, node):
+    """`llvm.ptrtoint(T.i32(), p.llvm_ptr)`: the address of what `p` points to; inline assembly
+    that takes it names that buffer or barrier (h_llvm_inline_asm)."""
+    ptr = _kw(args, kwargs, 1, "arg")
+    return ptr if isinstance(ptr, (Smem, Gmem, PeerPtr)) else Unknown("pointer as integer")
+
+
+def run_ptx(it, text: str, instructions: list, ins: list, n_out: int, plain: bool, snippet_guarded: bool,
+            read_write: bool, result, node):
+    """The instructions of one inline-PTX snippet (cute.arch.inline_ptx or llvm.inline_asm), in
+    order. Registers the snippet itself defines with `mapa` hold the peer CTA's pointer for the
+    instructions after it (`mapa.shared::cluster.u32 r, $0, $3; st.async ... [r], $1, [m]`)."""
+    waits = [m for m, _, _ in instructions if re.match(r"mbarrier\.(try|test)_wait", m)]
+    regs: dict = {}
     for mnemonic, ins_text, guarded in instructions:
         guarded = guarded or snippet_guarded
         head = mnemonic.split(".")[0]
+        ins_text, ins_here = _with_registers(ins_text, regs, ins, n_out)
+        if head == "mapa" and not guarded:
+            ops = ptx_operands(ins_text)
+            if len(ops) == 3:
+                src, rank = (ptx_operand_value(o, ins_here, n_out, plain) for o in ops[1:])
+                regs[ops[0]] = h_map_dsmem(it, [src, rank], {}, node) if src is not None else Unknown("mapa")
+                continue
+        if head == "st" and "async" in mnemonic.split(".") and not guarded:
+            ptx_st_async(it, mnemonic, ins_text, ins_here, n_out, plain, node)
+            continue
         if PTX_PLACEHOLDER in head or not head:
             it.unmodeled(node, "cute.arch.inline_ptx", f"an instruction whose mnemonic does not fold (`{ins_text[:40]}`)")
             continue
@@ -4393,10 +4438,23 @@ def h_inline_ptx(it, args, kwargs, node):
             continue
         if head == "trap" and not guarded:
             raise _Traps(f"`trap` at line {it.span(node).line} aborts the launch")
-        if head == "tcgen05" and ptx_tmem_load(it, mnemonic, ins_text, ins, n_out, plain, node):
+        if head in ("prefetch", "prefetchu"):
+            continue  # a cache hint: no access, no ordering
+        if head == "exit" and not guarded:
+            h_exit(it, [], {}, node)
+        if head == "membar" and not guarded and mnemonic in PTX_MEMBAR_SCOPES:
+            # membar.{cta,gl,sys} is fence.sc at that scope
+            _h_fence_acq_rel(PTX_MEMBAR_SCOPES[mnemonic])(it, [], {}, node)
+            continue
+        if mnemonic.startswith("tcgen05.fence::") and mnemonic.split(".")[1] in (
+                "fence::before_thread_sync", "fence::after_thread_sync"):
+            from .primitives import h_tmem_thread_sync_fence
+            h_tmem_thread_sync_fence(it, [], {}, node)
+            continue
+        if head == "tcgen05" and ptx_tmem_load(it, mnemonic, ins_text, ins_here, n_out, plain, node):
             continue
         if head in ("mbarrier", "bar", "barrier", "fence"):
-            found = ptx_sync_instruction(it, mnemonic, ins_text, text, ins, n_out, plain, node)
+            found = ptx_sync_instruction(it, mnemonic, ins_text, text, ins_here, n_out, plain, node)
             if found is not _NOT_SYNC:
                 if found is not None:
                     result = found
@@ -4404,7 +4462,7 @@ def h_inline_ptx(it, args, kwargs, node):
         parts = mnemonic.split(".")
         addr = PTX_ADDRESS_RE.search(ins_text)
         k = int(addr.group(1)) - n_out if addr else -1
-        ptr = ins[k] if plain and 0 <= k < len(ins) and "read_write_args" not in kwargs else None
+        ptr = ins_here[k] if plain and 0 <= k < len(ins_here) and not read_write else None
         space = parts[1] if len(parts) > 1 else ""
         if head in ("ld", "st") and space in ("global", "shared", "shared::cta", "shared::cluster") \
                 and "async" not in parts and not any("::" in q for q in parts[2:]) and isinstance(ptr, (Gmem, Smem)) \
@@ -4413,7 +4471,7 @@ def h_inline_ptx(it, args, kwargs, node):
             it.access(_as_view(ptr) if isinstance(ptr, Smem) else ptr, head == "st", node)
             continue
         if head in ("red", "atom") and space in ("global", "shared") and len(parts) > 2 and ptr is not None:
-            val = ins[k + 1] if k + 1 < len(ins) else Unknown("value")
+            val = ins_here[k + 1] if k + 1 < len(ins_here) else Unknown("value")
             op = parts[2]
             if head == "red":
                 h_red(it, [ptr, val], {"op": op}, node)
@@ -4423,6 +4481,57 @@ def h_inline_ptx(it, args, kwargs, node):
                 continue
         it.unmodeled(node, "cute.arch.inline_ptx", f"`{mnemonic.replace(PTX_PLACEHOLDER, '{…}')}` not modeled")
     return result
+
+
+def _with_registers(ins_text: str, regs: dict, ins: list, n_out: int) -> tuple:
+    """The instruction with each register the snippet defined (`regs`) written as one more `$k`
+    operand, and the operand values extended with the registers' values."""
+    if not regs:
+        return ins_text, ins
+    split = ins_text.split(None, 1)
+    if len(split) < 2:
+        return ins_text, ins
+    mnemonic, rest = split
+    ext = list(ins)
+    for name, value in regs.items():
+        k = n_out + len(ext)
+        renamed = re.sub(rf"(?<![\w$%.]){re.escape(name)}(?![\w])", f"${k}", rest)
+        if renamed != rest:
+            ext.append(value)
+            rest = renamed
+    return f"{mnemonic} {rest}", ext
+
+
+PTX_MEMBAR_SCOPES = {"membar.cta": "cta", "membar.gl": "gpu", "membar.sys": "sys"}
+PTX_TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
+
+
+def ptx_st_async(it, mnemonic: str, ins_text: str, ins: list, n_out: int, plain: bool, node):
+    """`st.async.shared::cluster.mbarrier::complete_tx::bytes[.v2|.v4].<type> [dst], src, [mbar]`:
+    the asynchronous store into a peer CTA's shared memory that completes its bytes on the peer's
+    mbarrier (both addresses `mapa`'d), by every active lane: the asynchronous write of a TMA
+    load (store_async_dsmem)."""
+    parts = mnemonic.split(".")
+    ops = ptx_operands(ins_text)
+    width = next((PTX_TYPE_BYTES.get(q[1:]) for q in parts[2:] if re.fullmatch(r"[bsuf]\d+", q)), None)
+    vec = next((int(q[1:]) for q in parts[2:] if re.fullmatch(r"v\d", q)), 1)
+    if "mbarrier::complete_tx::bytes" not in parts or len(ops) != 3 or width is None:
+        it.unmodeled(node, "inline PTX st.async", f"`{mnemonic}` not modeled")
+        return
+    dst, bar = ptx_operand_value(ops[0], ins, n_out, plain), ptx_operand_value(ops[2], ins, n_out, plain)
+    peer = None
+    if isinstance(dst, PeerPtr) and isinstance(bar, PeerPtr) and dst.rank == bar.rank:
+        # `mapa(p, lane)`: each lane stores into, and completes bytes on, its own peer CTA.
+        (dst, bar), peer = (dst.base, bar.base), bar.rank
+    bar = it.bar_of(bar, node)
+    if bar is None:
+        return
+    if not isinstance(dst, Smem) or dst.tmem:
+        it.unmodeled(node, "inline PTX st.async", "the destination could not be resolved")
+        return
+    for mask, target in _remote_target(it, bar, peer, node):
+        into = dst.at(cta=target.cta, remote=True) if peer is not None else dst
+        it.emit(RawTmaLoad(it.span(node), target, into.at(inexact=True), mask, nbytes=width * vec * _popcount(mask)))
 
 
 _NOT_SYNC = object()  # an instruction ptx_sync_instruction does not know
@@ -5666,7 +5775,8 @@ CALLS: dict = {
     "arch.fence_proxy": h_fence_proxy, "arch.fence_acq_rel_cta": _h_fence_acq_rel("cta"),
     "arch.fence_acq_rel_cluster": _h_fence_acq_rel("cluster"), "arch.fence_acq_rel_gpu": _h_fence_acq_rel("gpu"),
     "arch.fence_acq_rel_sys": _h_fence_acq_rel("sys"), "arch.atomic_add": _h_atomic("add"), "arch.inline_ptx": h_inline_ptx,
-    "experimental.primitives.inline_ptx": h_inline_ptx, "primitives.inline_ptx": h_inline_ptx, "_mlir.dialects.nvvm.atomicrmw": h_nvvm_atomicrmw,
+    "experimental.primitives.inline_ptx": h_inline_ptx, "primitives.inline_ptx": h_inline_ptx,
+    "_mlir.dialects.llvm.inline_asm": h_llvm_inline_asm, "_mlir.dialects.llvm.ptrtoint": h_llvm_ptrtoint, "_mlir.dialects.nvvm.atomicrmw": h_nvvm_atomicrmw,
     "types.SimpleNamespace": h_simple_namespace,
     "nvvm.atomicrmw": h_nvvm_atomicrmw,
     "arch.atomic_exch": _h_atomic("exch"), "arch.atomic_and": _h_atomic("and"), "arch.atomic_or": _h_atomic("or"),
