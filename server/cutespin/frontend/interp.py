@@ -1333,14 +1333,17 @@ class KernelInterp:
                 why += " (a condition that may differ between warps)"
             orig.assign(copies[0])
             orig.unknown = orig.unknown or why
-        for env in envs:
-            for name, v in env.items():
-                if id(v) in back:
-                    env[name] = back[id(v)]
+        if back:
+            for env in envs:
+                for name, v in env.items():
+                    if id(v) in back:
+                        env[name] = back[id(v)]
         if not differ:
             # A state first bound, or rebound, on the sides: equal ones merge (merge_envs).
             for name in _union_keys(envs):
                 vals = [e.get(name) for e in envs]
+                if all(v is vals[0] for v in vals):
+                    continue  # untouched on every side (most names)
                 if any(isinstance(v, SPLIT_OBJECTS) for v in vals) and not all(_same(v, vals[0]) for v in vals):
                     # Pipeline states, and pipelines or barriers built differently on the two sides
                     # (`if const_expr(self.use_tma_KV): pipe = TmaUmma... else: pipe = AsyncUmma...`):
