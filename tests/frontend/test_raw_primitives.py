@@ -353,11 +353,8 @@ def arrive_expect_on_peer(mbar_ptr, tx, rank):
 """
 
 
-@pytest.mark.parametrize("writer", sorted(ASYNC_WRITERS))
-def test_an_async_write_completes_its_bytes_on_its_barrier(require_spin, writer):
-    def src(wait: bool) -> str:
-        spin = "while not prims.mbarrier_try_wait_parity(bar.subview(0), 0):\n    pass\n" if wait else ""
-        return kernel(f"""\
+# One barrier (one arrival) and a 4-word slot, initialised by warp 0 before a CTA barrier.
+ONE_SLOT_SETUP = """\
 bar = cutlass.Array(cutlass.Int64, 1, space=SMEM)
 slot = cutlass.Array(cutlass.Int32, 4, space=SMEM)
 warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
@@ -366,6 +363,14 @@ if warp == 0:
         prims.mbarrier_init(bar.subview(0), 1)
 prims.fence_mbarrier_init()
 prims.barrier_cta_sync(0)
+"""
+
+
+@pytest.mark.parametrize("writer", sorted(ASYNC_WRITERS))
+def test_an_async_write_completes_its_bytes_on_its_barrier(require_spin, writer):
+    def src(wait: bool) -> str:
+        spin = "while not prims.mbarrier_try_wait_parity(bar.subview(0), 0):\n    pass\n" if wait else ""
+        return kernel(ONE_SLOT_SETUP + f"""\
 if warp == 0:
     if prims.elect_sync():
         prims.mbarrier_arrive_expect_tx(bar.subview(0), 16)
@@ -385,15 +390,7 @@ def peer_handoff(tx: int, per_lane: bool = False) -> str:
     store = ("lane = cute.arch.lane_idx()\nif lane < 1:\n    store_peer_async(slot.subview(0), bar.subview(0), lane)"
              if per_lane else "if prims.elect_sync():\n    store_peer_async(slot.subview(0), bar.subview(0), 0)")
     store = store.replace("\n", "\n    ")
-    return kernel(f"""\
-bar = cutlass.Array(cutlass.Int64, 1, space=SMEM)
-slot = cutlass.Array(cutlass.Int32, 4, space=SMEM)
-warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-if warp == 0:
-    if prims.elect_sync():
-        prims.mbarrier_init(bar.subview(0), 1)
-prims.fence_mbarrier_init()
-prims.barrier_cta_sync(0)
+    return kernel(ONE_SLOT_SETUP + f"""\
 if warp == 0:
     if prims.elect_sync():
         arrive_expect_on_peer(bar.subview(0), {tx}, 0)
