@@ -444,3 +444,63 @@ def test_a_package_object_argument_is_named_by_its_class_without_printing_its_sy
     same = Record(ClassRef("pkg.SeqlenInfo", Unprintable(), None), {"n": I.Unknown("n", key=I._leaf("arg", "n"))})
     other = Record(ClassRef("pkg.BlockInfo", Unprintable(), None), {"n": I.Unknown("n", key=I._leaf("arg", "n"))})
     assert I._arg_term(rec) == I._arg_term(same) != I._arg_term(other)
+
+
+def test_a_one_element_register_reads_back_the_uniform_value_stored_in_it():
+    # cuDNN's MoE GEMMs: `offsets = make_rmem_tensor((1,), Int32); offsets[0] = size(mA.shape[0])`.
+    m = model("""\
+        total = cute.make_rmem_tensor((1,), cutlass.Int32)
+        total[0] = cutlass.Int32(cute.size(mA.shape[0]))
+        if total[0] <= 0:
+            cute.arch.sync_threads()
+        """)
+    assert shared_ids(m, 0) == shared_ids(m, 1) != [None]
+
+
+def test_a_register_value_stored_per_thread_or_overwritten_elsewhere_is_not_uniform():
+    m = model("""\
+        per_thread = cute.make_rmem_tensor((1,), cutlass.Int32)
+        per_thread[0] = mA[tidx]
+        if per_thread[0] <= 0:
+            cute.arch.sync_threads()
+        copied = cute.make_rmem_tensor((1,), cutlass.Int32)
+        copied[0] = n
+        cute.autovec_copy(sBuf[None], copied)
+        if copied[0] <= 0:
+            cute.arch.sync_threads()
+        wide = cute.make_rmem_tensor((4,), cutlass.Int32)
+        wide[0] = n
+        if wide[0] <= 0:
+            cute.arch.sync_threads()
+        """)
+    assert shared_ids(m, 0) == shared_ids(m, 1) == [None, None, None]
+
+
+def test_a_register_value_stored_on_both_sides_of_a_per_warp_branch_is_not_uniform():
+    m = model("""\
+        r = cute.make_rmem_tensor((1,), cutlass.Int32)
+        r[0] = n
+        if mA[tidx] > 0.0:
+            r[0] = n + 1
+        if r[0] <= 0:
+            cute.arch.sync_threads()
+        """)
+    assert shared_ids(m, 0)[-1] is None
+
+
+def test_a_compile_time_choice_between_an_input_and_a_register_copy_is_checked_per_value():
+    # `padded_offsets = runtime_padded_offsets` under `const_expr(self.flag)`: one configuration
+    # per value, each reading a uniform element.
+    m = model("""\
+        offsets = mA
+        if cutlass.const_expr(self.flag):
+            r = cute.make_rmem_tensor((1,), cutlass.Int32)
+            r[0] = cutlass.Int32(cute.size(mA.shape[0]))
+            offsets = r
+        total = offsets[self.threads - 1]
+        if total <= 0:
+            cute.arch.sync_threads()
+        """)
+    assert len(m.configs) == 2
+    for v in range(2):
+        assert shared_ids(m, 0, v) == shared_ids(m, 1, v) != [None]

@@ -842,6 +842,11 @@ class KernelInterp:
         self.no_inline: set = set()
         self.steps = 0
         self.tmem_ld_dests: set = set()  # keys of register tensors a tcgen05.ld wrote into
+        # One-element register tensors -> the value this thread last stored in them
+        # (`offsets = make_rmem_tensor((1,), Int32); offsets[0] = n` ... `offsets[0]` is `n`, uniform
+        # when `n` is). Dropped when anything else may write them: a call they are passed to, a
+        # method of theirs, a loop checked as one trip (end_loop).
+        self.reg_values: dict = {}
 
     # ---------------------------------------------------------------- helpers
     def span(self, node) -> ir.Span:
@@ -989,6 +994,7 @@ class KernelInterp:
                                                   "is not part of the DSL's device code")
         for name in _assigned_names(stmt):
             self.env[name] = Unknown("set in a try statement")
+        self.reg_values = {}
 
     def exec_small(self, small):
         if isinstance(small, cst.Expr):
@@ -1077,6 +1083,7 @@ class KernelInterp:
                 self.unmodeled(node, "TMEM element store", "TMEM is written through cute.copy (tcgen05.st) only")
                 return
             if isinstance(base, Rmem):
+                self.store_register(base, target, value)
                 return
             self.access(base, write=True, node=node, index=target)
         else:
@@ -1112,16 +1119,20 @@ class KernelInterp:
                 self.branch_sides.add((self.site_key(node), False))
             saved = self.mask
             env0 = _fresh_env(self.env)
+            regs0 = self.reg_values
+            self.reg_values = dict(regs0)
             self.mask = saved & tmask
             if self.mask:
                 self.exec_guarded(then_body, "a condition that differs between lanes")
-            env_then = self.env
+            env_then, regs_then = self.env, self.reg_values
             self.env = _fresh_env(env0)
+            self.reg_values = dict(regs0)
             self.mask = saved & ~tmask & FULL_MASK
             if self.mask and else_body is not None:
                 self.exec_guarded(else_body, "a condition that differs between lanes")
             self.mask = saved
             self.env = self.merge_lane_envs(env_then, self.env, tmask)
+            self.reg_values = self.merge_lane_envs(regs_then, self.reg_values, tmask)
             return
         # A runtime condition: either side may run.
         self.choice([then_body, else_body], node, cond)
@@ -1192,6 +1203,7 @@ class KernelInterp:
             enum = self.registry.enum_condition(self.ctx.cta, key)
         env0 = dict(self.env)
         attrs0 = dict(self.self_obj.attrs) if self.self_obj is not None else None
+        regs0, regs = self.reg_values, []
         outs, envs, attrs, returned, partial, memos = [], [], [], {}, {}, []
         continued = set()  # sides that ended the loop iteration (`continue`)
         exited = set()  # sides that ended the thread (`nvvm.exit()`), among `returned`
@@ -1201,6 +1213,7 @@ class KernelInterp:
             self.env = _fresh_env(env0, memos[-1])
             if attrs0 is not None:
                 self.self_obj.attrs = dict(attrs0)
+            self.reg_values = dict(regs0)
             saved_out = self.out
             self.out = []
             saved_facts = dict(self.facts)
@@ -1230,10 +1243,12 @@ class KernelInterp:
                 self.out = saved_out
                 self.facts = saved_facts
             envs.append(self.env)
+            regs.append(self.reg_values)
             if attrs0 is not None:
                 attrs.append(self.self_obj.attrs)
         if failed:
             self.env = env0
+            self.reg_values = regs0
             if attrs0 is not None:
                 self.self_obj.attrs = attrs0
             self.compile_time_side(bodies, failed, node, key if shared is not None else None)
@@ -1247,6 +1262,7 @@ class KernelInterp:
         self.join_states(node, key, [memos[k] for k in going_on], [envs[k] for k in going_on])
         self.split_on_derived_barrier(node, key, outs)
         self.env = self.merge_envs([envs[k] for k in going_on] or envs, node, select)
+        self.reg_values = _common_entries([regs[k] for k in going_on] or regs)
         if attrs0 is not None:
             # `self.x` set differently on the two branches is unknown afterwards.
             self.self_obj.attrs = self.merge_envs([attrs[k] for k in going_on] or attrs, node, select)
@@ -1348,6 +1364,12 @@ class KernelInterp:
                     # Pipeline states, and pipelines or barriers built differently on the two sides
                     # (`if const_expr(self.use_tma_KV): pipe = TmaUmma... else: pipe = AsyncUmma...`):
                     # after the branch they have no single value.
+                    differ = True
+                if _is_const_expr_test(node) and any(isinstance(v, Rmem) for v in vals) and \
+                        any(isinstance(v, (Gmem, Smem)) for v in vals):
+                    # `offsets = mOffsets; if const_expr(single_group): offsets = regs` (cuDNN's MoE
+                    # GEMMs): what its elements read is uniform in one configuration (a kernel
+                    # input at a uniform index) and stored by the thread in the other.
                     differ = True
         if differ and key is not None and self.ctx.splits is not None:
             self.ctx.splits.setdefault((self.ctx.cta, key), (line, self.code(node.test) if
@@ -1555,6 +1577,7 @@ class KernelInterp:
             for name in _local_names(stmt)[1] | (_method_receivers(stmt) if broken else set()):
                 if name in self.env:
                     self.env[name] = Unknown(f"{name} {why}")
+            self.reg_values = {}
 
     def summarizable(self, node) -> bool:
         """A `for` loop whose body names no synchronization and calls only plain code."""
@@ -1661,7 +1684,7 @@ class KernelInterp:
     def _emits(self, node) -> bool:
         """Whether one element of a comprehension would emit an operation (its filters ignored).
         A probe: what it emits and the per-call-site counters it advances are put back."""
-        saved_out, saved_env = self.out, dict(self.env)
+        saved_out, saved_env, saved_regs = self.out, dict(self.env), dict(self.reg_values)
         saved_calls, saved_tiles = dict(self.work_calls), dict(self.tiles_executed)
         self.out = []
         try:
@@ -1680,7 +1703,7 @@ class KernelInterp:
             return True
         finally:
             self.out = saved_out
-            self.env = saved_env
+            self.env, self.reg_values = saved_env, saved_regs
             self.work_calls, self.tiles_executed = saved_calls, saved_tiles
 
     def _comprehension_into(self, node, comp, out: list) -> bool:
@@ -2258,7 +2281,7 @@ class KernelInterp:
             idx = self.eval_index(node)
             if all(_is_int(x) for x in (idx if isinstance(idx, tuple) else (idx,))):
                 self.read_registers(base, node)
-                return Unknown("register value")
+                return self.reg_values.get(base.key, Unknown("register value"))
             return base
         if isinstance(base, (Smem, Gmem)):
             return self.access(base, write=False, node=node, index=node)
@@ -2549,6 +2572,8 @@ class KernelInterp:
                 kwargs[a.keyword.value] = v
             else:
                 args.append(v)
+        if self.reg_values:
+            self.forget_registers(list(args) + list(kwargs.values()))
         # Method calls on values we model.
         if isinstance(func, cst.Attribute) and self.qualify(func) is None:
             if func.attr.value == "__setattr__" and isinstance(func.value, cst.Name) and func.value.value == "object":
@@ -2786,6 +2811,7 @@ class KernelInterp:
             if meth == "load":
                 self.read_registers(base, node)
                 return Unknown("register values")
+            self.reg_values.pop(base.key, None)  # `r.fill(x)`, `r.store(v)`
             if _view_name(meth) or meth in ("iterator", "data_ptr"):
                 return base
             return Unknown(f"{meth} of a register tensor")
@@ -3085,6 +3111,22 @@ class KernelInterp:
                 return buf.at(flat=len(shape) == 1 and layout.compact,
                               coord_rank=len(shape) if len(shape) >= 2 and layout.compact else 0)
         return buf
+
+    def store_register(self, base: Rmem, target: cst.Subscript, value) -> None:
+        """`r[i] = value`: a one-element tensor holds `value` (any index names its one element);
+        other register tensors keep no values."""
+        if base.single and (value is None or isinstance(value, (bool, int, float, Unknown))):
+            self.reg_values[base.key] = value
+        else:
+            self.reg_values.pop(base.key, None)
+
+    def forget_registers(self, values) -> None:
+        """Register tensors passed to a call (`cute.copy(src, r)`, a helper): it may write them."""
+        for v in values:
+            if isinstance(v, Rmem):
+                self.reg_values.pop(v.key, None)
+            elif isinstance(v, (tuple, list)):
+                self.forget_registers(v)
 
     def read_registers(self, v, node):
         """The lanes read a register tensor. If a tcgen05.ld filled it, its values cannot be consumed
@@ -4954,7 +4996,32 @@ def tmem_copy(it, src, dst, node):
 
 def h_make_rmem(it, args, kwargs, node):
     sp = it.span(node)
-    return Rmem(f"{sp.line}:{sp.column}")
+    shape = args[0] if args else kwargs.get("layout_or_shape", kwargs.get("shape"))
+    if isinstance(shape, Layout):
+        shape = shape.shape
+    size = _folded_size(shape)
+    return Rmem(f"{sp.line}:{sp.column}", single=size == 1)
+
+
+def _common_entries(dicts: list) -> dict:
+    """The entries every dict has, with the same value."""
+    first = dicts[0]
+    return {k: v for k, v in first.items() if all(k in d and _same(d[k], v) for d in dicts[1:])}
+
+
+def _folded_size(shape) -> Optional[int]:
+    """The number of elements of a shape of Python ints (`(1,)`, `4`, `((2, 2), 1)`), else None."""
+    if _is_int(shape) and not isinstance(shape, bool):
+        return int(shape)
+    if isinstance(shape, tuple):
+        n = 1
+        for s in shape:
+            m = _folded_size(s)
+            if m is None:
+                return None
+            n *= m
+        return n
+    return None
 
 
 def _tmem_holder_write(it, holder, node, what):

@@ -140,9 +140,12 @@ TMEM_UNKNOWN_OFFSET = -(1 << 40)  # `tmem_ptr + x` with x not folded: somewhere 
 @dataclass(frozen=True)
 class Rmem:
     """A register tensor (`cute.make_rmem_tensor` / `make_fragment`), keyed by its creation site.
-    Tracked only so that a read of the registers a tcgen05.ld filled can be recognised."""
+    Tracked so that a read of the registers a tcgen05.ld filled can be recognised, and, for a
+    tensor of one element, so that the value a thread stored in it is the value it reads back
+    (`Interp.reg_values`)."""
 
     key: str
+    single: bool = False  # its shape folded to one element
 
 
 @dataclass(frozen=True)
