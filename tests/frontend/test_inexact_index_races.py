@@ -72,3 +72,33 @@ def test_a_global_race_through_an_offset_that_does_not_fold_is_possible(require_
     assert [f.code for f in exact.findings] == ["CS401"] and not exact.findings[0].possible
     assert [f.code for f in k.findings] == ["CS401"] and k.findings[0].possible
     assert f"line {line_of(moved, '(base + tidx).store')}" in k.reason
+
+
+def test_a_global_race_through_per_lane_pointer_offsets_is_possible(require_spin):
+    # cuDNN frost's descriptor builders: `dptr = desc_base + b * QWORDS` with `b` the lane index,
+    # then `(dptr + i).store(...)`. The pointer names a different element per lane, which a
+    # whole-tensor region cannot tell apart: the race is possible only.
+    from pathlib import Path
+    sample = (Path(__file__).parents[2] / "samples" / "gmem_flag_scope.py").read_text()
+    per_lane = sample.replace("mData[tidx] = mSrc[tidx] * 2.0",
+                              "dptr = mData.iterator + tidx * 4\n"
+                              "            (dptr + 1).store(mSrc[tidx] * 2.0)")
+    assert per_lane != sample
+    k = api.check_source(per_lane, "k.py", SETTINGS, with_fixes=False).kernels[0]
+    assert k.verdict == "inconclusive", (k.verdict, k.reason)
+    assert [f.code for f in k.findings] == ["CS401"] and k.findings[0].possible
+    assert f"line {line_of(per_lane, '(dptr + 1).store')}" in k.reason
+
+
+def test_a_loop_from_the_lane_index_gives_each_lane_its_own_trips(require_spin):
+    # frost's `for b in cutlass.range(lane, n_batch, 32)`: trip i is `lane + 32 * i` in each
+    # lane, not `32 * i` in all of them (which named one known element, a definite race).
+    from pathlib import Path
+    sample = (Path(__file__).parents[2] / "samples" / "gmem_flag_scope.py").read_text()
+    strided = sample.replace("mData[tidx] = mSrc[tidx] * 2.0",
+                             "for b in cutlass.range(tidx % 32, mSrc.shape[0], 32, unroll=1):\n"
+                             "                (mData.iterator + b * 4).store(mSrc[tidx] * 2.0)")
+    assert strided != sample
+    k = api.check_source(strided, "k.py", SETTINGS, with_fixes=False).kernels[0]
+    assert k.verdict == "inconclusive", (k.verdict, k.reason)
+    assert not any("starts at 0" in a for a in k.assumptions)

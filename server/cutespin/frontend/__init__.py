@@ -1502,7 +1502,14 @@ def _resolve_tmem(processes, numbering):
             wider.setdefault((op.region.cta, offset), op.region)
     for op in tmem:
         offset, _ = numbering.tmem_at[op.region.index]
-        op.region = wider.get((op.region.cta, None)) or wider.get((op.region.cta, offset)) or op.region
+        whole = wider.get((op.region.cta, None))
+        region = whole or wider.get((op.region.cta, offset)) or op.region
+        if whole is not None and offset != TMEM_UNKNOWN_OFFSET:
+            # A buffer of known columns and stage taken as a wider one (dsa_bwd's S and dP
+            # accumulators, both in the whole TMEM once another buffer's offset did not fold): a
+            # race between two such buffers may be between different columns (P16).
+            op.exact = False
+        op.region = region
     regions: dict = {}
     for op in tmem:
         regions.setdefault(op.region.cta, {})[op.region.index] = op.region

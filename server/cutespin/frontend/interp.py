@@ -1517,6 +1517,9 @@ class KernelInterp:
                 self.registry.loop_facts.append(fact)
             if not _is_int(step):
                 return [self.binop(operator.add, start, self.binop(operator.mul, i, step)) for i in range(trips)]
+        if isinstance(start, LaneVal) and all(_is_int(v) for v in start.vals):
+            # `range(lane, n, 32)`: each lane's own trips (`lane + i * 32`).
+            return [self.binop(operator.add, start, i * st) for i in range(trips)]
         if not _is_int(start):
             self.registry.assume(f"loop at line {self.span(node).line} starts at 0")
         return [first + i * st for i in range(trips)]
@@ -2371,7 +2374,8 @@ class KernelInterp:
         if isinstance(a, Smem) and a.tmem and op in (operator.add, operator.sub):
             # TMEM column offsets name the buffers carved out of one allocation (P13).
             known = _is_int(b) and a.offset != TMEM_UNKNOWN_OFFSET
-            return a.at(offset=op(a.offset, b) if known else TMEM_UNKNOWN_OFFSET)
+            # An offset that did not fold: somewhere in the allocation (P16).
+            return a.at(offset=op(a.offset, b)) if known else a.at(offset=TMEM_UNKNOWN_OFFSET, inexact=True)
         if isinstance(a, Smem) and a.stage_elems and op in (operator.add, operator.sub) and _is_int(b):
             return _staged_offset(a, op(a.offset, b))
         if isinstance(a, Smem) and op in (operator.add, operator.sub) and _is_int(b):
@@ -2386,10 +2390,10 @@ class KernelInterp:
             # A runtime offset: somewhere in the buffer, so what it names is not one known
             # element or barrier (P16; `bar_of` refuses it).
             return a.at(flat=False, coord_rank=0, inexact=True)
-        if isinstance(a, Gmem) and isinstance(b, Unknown) and not isinstance(b, LaneVal):
-            return replace(a, inexact=True)
         if isinstance(a, Gmem) and isinstance(b, (LaneVal, Unknown)):
-            return a
+            # A runtime offset, or a per-lane one (`desc_base + lane * QWORDS`): global tensors are
+            # tracked whole, so what the pointer names is not one known element (P16).
+            return replace(a, inexact=True)
         if isinstance(a, LaneVal) or isinstance(b, LaneVal):
             av = a.vals if isinstance(a, LaneVal) else (a,) * 32
             bv = b.vals if isinstance(b, LaneVal) else (b,) * 32
