@@ -994,6 +994,32 @@ def _stage_parts(t: Smem, named: list) -> list:
     return [t.at(stage=s, block=None, elems=None, atom=None) for s in named]
 
 
+def unstage_mixed_schemes(procs) -> None:
+    """Keep a buffer's stages one numbering. A view staged on its first mode (Smem.stage_first)
+    numbers stages by element ranges of its own; if the same allocation is also staged another
+    way (its last mode, or a first mode of another stride or count), the same stage number would
+    name different elements, so the first-mode views are taken whole instead (split_stages then
+    makes each of their accesses touch every stage)."""
+    schemes: dict = {}  # (alloc, cta) -> how its stage views number stages
+    for _, _, it in procs:
+        for op in ir.walk(it.out):
+            t = _data_target(op)
+            if t is not None and t.stage is not None:
+                scheme = ("first", t.stages, t.stage_first) if t.stage_first is not None else ("last",)
+                schemes.setdefault((t.alloc, t.cta), set()).add(scheme)
+    mixed = {k for k, v in schemes.items() if len(v) > 1 and any(x[0] == "first" for x in v)}
+    if not mixed:
+        return
+
+    def expand(op) -> list:
+        t = _data_target(op)
+        if t is None or t.stage_first is None or (t.alloc, t.cta) not in mixed:
+            return [op]
+        return [replace(op, **{_DATA_FIELDS[type(op)]: t.at(stage=None, stages=None, stage_first=None, nbytes=None)})]
+
+    _rewrite_ops(procs, expand)
+
+
 def split_stages(procs) -> None:
     """An access of a staged buffer that selects no stage touches every stage.
 
@@ -2065,6 +2091,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
 
     for run in runs:
+        unstage_mixed_schemes(run)
         split_stages(run)
         split_blocks(run)
     numbering = _Numbering()

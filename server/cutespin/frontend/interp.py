@@ -195,12 +195,29 @@ def _coord_view(buf: Smem, coord: tuple) -> Smem:
     """`buf.iterator + crd2idx(coord, buf.layout)`: a pointer into the stage the coordinate
     names, when the buffer's stage mode is known (last mode, or second to last of a
     `(..., STAGES, N)` buffer); otherwise somewhere in the buffer."""
-    if buf.stages is not None and buf.stage is None and coord and _is_int(coord[-1]):
+    if buf.stage_first is not None and buf.stage is None and coord and _is_int(coord[0]):
+        return buf.at(stage=int(coord[0]))
+    if buf.stages is not None and buf.stage_first is None and buf.stage is None and coord and _is_int(coord[-1]):
         return buf.at(stage=int(coord[-1]))
     if buf.inner_stages and buf.stages is None and len(coord) >= 2 and _is_int(coord[-2]):
         return buf.at(stages=buf.inner_stages, inner_stages=None, stage=int(coord[-2]),
                       block=int(coord[-1]) if _is_int(coord[-1]) else None)
     return buf.at(flat=False, coord_rank=0)  # somewhere in the buffer
+
+
+def _first_mode_stride(buf, layout) -> Optional[int]:
+    """The first mode's stride when `make_tensor(raw.iterator, layout)` views a rank-1 allocation
+    from its start through a layout whose first mode strides past everything the other modes
+    reach (`(4, 8, 32, 8):(2048, 256, 8, 1)`): each index of that mode is a disjoint range of
+    elements, a stage. None otherwise."""
+    if not (isinstance(buf, Smem) and isinstance(layout, Layout) and layout.strides and buf.flat
+            and not buf.tmem and buf.offset == 0 and buf.stage is None and buf.stages is None):
+        return None
+    shape, strides = layout.shape, layout.strides
+    if len(shape) < 2 or shape[0] < 2 or any(d < 0 for d in strides):
+        return None
+    reach = 1 + sum((s - 1) * d for s, d in zip(shape[1:], strides[1:]))
+    return strides[0] if strides[0] >= reach else None
 
 
 def _has_unknown(idx) -> bool:
@@ -3078,6 +3095,10 @@ class KernelInterp:
     def with_layout(self, buf: Smem, layout, dtype) -> Smem:
         dtype = as_dtype(dtype)
         bits = dtype.bits if isinstance(dtype, DType) else None
+        first = _first_mode_stride(buf, layout)
+        if first is not None:
+            return buf.at(stages=layout.shape[0], stage_first=first, flat=False, coord_rank=0,
+                          nbytes=first * bits // 8 if bits else None)
         if _is_int(layout) and not isinstance(layout, bool) and int(layout) > 0:
             # `allocate_tensor(dtype, n)`: an integer layout is `make_layout(n)`, compact rank 1.
             return buf.at(nbytes=int(layout) * bits // 8 if bits else None, flat=True)
@@ -3200,13 +3221,14 @@ class KernelInterp:
                 idx = idx[:-1] + (self.select_index(idx[-1], node),)
             stage = _stage_index(idx, base)
             if stage is not None and isinstance(base, Smem):
-                base = base.at(stage=stage, sub=_constant_selection(idx) or base.sub)
+                base = base.at(stage=stage, sub=_constant_selection(idx, base.stage_first is not None) or base.sub)
             if stage is None and _element_of_stage(idx, base):
                 # `sD[0, 0, 1]` on a buffer staged on its last mode whose elements are not
                 # tracked: an element of stage 1, not of the whole buffer.
                 base = base.at(stage=int(idx[-1]))
-            if stage is not None and not write and isinstance(base, Smem):
-                return base
+            if stage is not None and not write and isinstance(base, Smem) and (
+                    base.stage_first is None or _has_open_mode(idx)):
+                return base  # a view of the stage (a full coordinate of a first-mode ring is a load)
             if (stage is None and isinstance(base, Smem) and base.coord_rank and base.part is None and not base.tmem
                     and isinstance(idx, tuple) and len(idx) == base.coord_rank
                     and not any(x is None or isinstance(x, slice) for x in idx)):
@@ -5416,7 +5438,11 @@ def h_wgmma_wait(it, args, kwargs, node):
 def h_make_layout(it, args, kwargs, node):
     shape = _kw(args, kwargs, 0, "shape")
     if isinstance(shape, int) or isinstance(shape, tuple) and all(_is_int(s) for s in _flat(shape)):
-        return Layout(shape, compact=_kw(args, kwargs, 1, "stride") is None)
+        stride = _kw(args, kwargs, 1, "stride")
+        strides = tuple(int(d) for d in stride) if (
+            isinstance(shape, tuple) and isinstance(stride, tuple) and len(stride) == len(shape)
+            and all(_is_int(s) and not isinstance(s, bool) for s in shape + stride)) else None
+        return Layout(shape, compact=stride is None, strides=strides)
     dims = tuple(int(s) if _is_int(s) else None for s in shape) if isinstance(shape, tuple) else (None,)
     stride = _kw(args, kwargs, 1, "stride")
     if len(dims) == 1 and stride is not None:
@@ -6392,12 +6418,13 @@ def _same(a, b) -> bool:
         return False
 
 
-def _constant_selection(idx) -> Optional[tuple]:
+def _constant_selection(idx, stage_first: bool = False) -> Optional[tuple]:
     """("crd", coords) when a stage is selected together with constant coordinates of other modes
     (`sdO[None, 1, None, stage]`: half 1 of the stage), else None (see Smem.sub)."""
     if not isinstance(idx, tuple) or len(idx) < 2:
         return None
-    lead = tuple(None if x is None or isinstance(x, slice) else int(x) if _is_int(x) else "?" for x in idx[:-1])
+    rest = idx[1:] if stage_first else idx[:-1]
+    lead = tuple(None if x is None or isinstance(x, slice) else int(x) if _is_int(x) else "?" for x in rest)
     return ("crd", lead) if any(isinstance(x, int) for x in lead) else None
 
 
@@ -6405,6 +6432,7 @@ def _element_of_stage(idx, base) -> bool:
     """A full constant coordinate (`sD[0, 0, 1]`) into a buffer staged on its last mode, taken as
     its stage (elements of such a buffer are tracked only for an injective matrix, coord_rank)."""
     return (isinstance(base, Smem) and base.stages is not None and base.stage is None and not base.tmem
+            and base.stage_first is None
             and not base.coord_rank and not base.inner_stages and isinstance(idx, tuple) and len(idx) >= 2
             and all(_is_int(x) and not isinstance(x, bool) for x in idx))
 
@@ -6415,6 +6443,10 @@ def _stage_index(idx, base):
         # A view of one stage (`tCsA_p = tCsA[None, None, None, read]`): its indices address
         # elements of that stage (`tCsA_p[None, None, k_block]`), they do not select another one.
         return None
+    if isinstance(base, Smem) and base.stage_first is not None:
+        # Staged on its first mode: `buf[(s, row, col, None)]` selects stage s, whatever the rest.
+        return idx[0] if isinstance(idx, tuple) and idx and _is_int(idx[0]) and not isinstance(idx[0], bool) \
+            else None
     if isinstance(idx, tuple) and idx and _is_int(idx[-1]) and all(x is None or isinstance(x, slice) for x in idx[:-1]):
         return idx[-1]
     if _is_int(idx) and isinstance(base, Smem) and base.stages is not None and base.stage is None:

@@ -128,6 +128,10 @@ class Smem:
     # frost): the elements of one stage. Pointer arithmetic from the array's start selects the
     # stage its offset falls in (interp `binop`); the array itself, no stage, is every stage.
     stage_elems: Optional[int] = None
+    # A view staged on its *first* mode (`make_tensor(raw.iterator, (STAGES, rows, cols):(R*C, C, 1))`
+    # over a rank-1 allocation, cuDNN's causal conv1d): the first mode's stride in elements, which
+    # covers every other mode, so stage i is elements [i * stride, (i + 1) * stride).
+    stage_first: Optional[int] = None
 
     def at(self, **kw) -> "Smem":
         return replace(self, **kw)
@@ -343,6 +347,7 @@ class Layout:
 
     shape: tuple
     compact: bool = True  # column-major (no explicit stride): the only case coordinates are computed for
+    strides: Optional[tuple] = None  # explicit strides that folded, one per mode of a flat shape
 
     def size(self) -> int:
         n = 1
