@@ -195,6 +195,16 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
                   f"may be between different elements; nothing is proven")
         _mark_possible(findings, f"the accesses at {where_} are not told apart by element: they may touch "
                                  f"different elements")
+    elif findings and all(f.data.get("compile_time") for f in findings):
+        # The trail takes a side of `if const_expr(c):` where `c` did not fold (a host value the
+        # checker cannot compute): the compiled kernel has only one side, maybe not this one.
+        verdict = "inconclusive"
+        lines = list(dict.fromkeys(n for f in findings for n in f.data["compile_time"]))
+        where_ = ", ".join(lines[:5]) + (" …" if len(lines) > 5 else "")
+        reason = (f"a possible {findings[0].kind} in a build where the compile-time conditions at {where_} take "
+                  f"the sides the trail shows: their values did not fold, and the compiled kernel keeps one side "
+                  f"only; pin the values they depend on (`# cutespin: NAME=VALUE`) to decide")
+        _mark_possible(findings, f"only if the compile-time conditions at {where_} take the sides shown")
     elif findings:
         verdict = "counterexample"
     elif suppressed:

@@ -1,6 +1,7 @@
 """Engine result + line table -> findings with stable codes, messages, spans and interleavings."""
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Optional
@@ -230,7 +231,22 @@ def _region_indices(op) -> set:
 
 
 def findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> list:
-    return _locate(_findings_from_run(k, pm, res))
+    findings = _findings_from_run(k, pm, res)
+    decided = _compile_time_lines(res, pm, k.path)
+    if decided:
+        for f in findings:
+            f.data["compile_time"] = decided
+    return _locate(findings)
+
+
+def _compile_time_lines(res: RunResult, pm: PromelaModel, path: str) -> list:
+    """Where the `const_expr` conditions on values the checker could not compute that the trail
+    took a side of are (ir.Choice.compile_time "unknown"), as `line 12` or `helpers.py line 12`: the counterexample holds
+    only for builds where they have that value."""
+    spans = {(info.span.path or path, info.span.line) for _, info in _group_steps(res, pm)
+             if info.op == "ctbranch" and info.span is not None}
+    return [f"line {n}" if p == path else f"{os.path.basename(p)} line {n}"
+            for p, n in sorted(spans, key=lambda s: (s[0] != path, s[0], s[1]))]
 
 
 def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> list:

@@ -374,6 +374,11 @@ class Choice(Op):
     shared: Optional[int] = None
     swapped: bool = False  # alternatives[0] is the source's `else` side (`if not c` on a shared c)
     enum: Optional[tuple] = None
+    # `if const_expr(c):` whose value did not fold, decided when the kernel is compiled: "build"
+    # when `c` is a free choice of the build (host attributes and arguments: every side is a
+    # kernel someone compiles), "unknown" when it is computed from values the checker could not
+    # compute, so a side may be one no build takes (a counterexample through it is possible, api).
+    compile_time: str = ""
 
 
 @dataclass

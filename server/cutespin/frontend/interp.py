@@ -730,6 +730,24 @@ UNKNOWN_BARRIER_METHODS = BARRIER_METHOD_NAMES | {"arrive_and_expect_tx", "expec
                                                   "arrive_and_drop"}
 
 
+# Terms a build of the kernel chooses freely: host attributes, host and kernel arguments, module
+# constants, literals, and what the operators make of them.
+FREE_BUILD_LEAVES = ("self", "arg", "host", "k", "const")
+FREE_BUILD_OPS = ("op", "cmp", "not", "and", "or", "truth", "tuple")
+
+
+def _free_build_choice(key) -> bool:
+    """Whether a compile-time condition is a choice of the build (`const_expr(self.use_fast_sampling)`):
+    each of its values is a kernel someone can compile, so a counterexample through either side is
+    real. A condition on values the checker could not compute (`warps_per_row > 1` from a layout's
+    shape) may have a side no build takes (ir.Choice.compile_time)."""
+    if key is None:
+        return False
+    if key[0] in FREE_BUILD_LEAVES:
+        return True
+    return key[0] in FREE_BUILD_OPS and all(_free_build_choice(t) for t in key[3:])
+
+
 def _is_const_expr_test(node) -> bool:
     """`if const_expr(c):` / `if not const_expr(c):` / `elif cutlass.const_expr(c):`."""
     test = getattr(node, "test", None)
@@ -1286,7 +1304,9 @@ class KernelInterp:
         # The code after this `if` runs only on the paths that did not return.
         slots = [outs[k] for k in going_on if k not in partial] + [s for pr in partial.values() for s in pr.slots]
         if any(outs) or (returned or partial or continued) and slots:
-            self.emit(ir.Choice(self.span(node), outs, shared, swapped, enum))
+            compile_time = "" if shared is None or not _is_const_expr_test(node) else \
+                "build" if _free_build_choice(key) else "unknown"
+            self.emit(ir.Choice(self.span(node), outs, shared, swapped, enum, compile_time))
         if not returned and not partial and not continued:
             return
         line = self.span(node).line

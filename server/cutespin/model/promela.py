@@ -984,6 +984,7 @@ class Lowering:
         self.emit(indent + "if", LineInfo(op.span, role, "takes a runtime branch", "branch"))
         for side, alt in enumerate(op.alternatives):
             name = "`if`" if (side == 0) != op.swapped else "`else`"
+            kind = "ctbranch" if op.compile_time == "unknown" else "branch"
             if op.enum is not None:
                 holds = self.enum_guard(op.enum)
                 guard = holds if side == 0 else f"!{holds}"
@@ -994,13 +995,18 @@ class Lowering:
                 u, value, other = op.shared, side + 1, 2 - side
                 guard = f"(uc[{u}] != {other}) -> uc[{u}] = {value}"
                 what = f"takes the {name} side of a runtime branch (the same side in every warp of the CTA)"
+            if op.compile_time == "build":
+                what = f"takes the {name} side of a compile-time condition (a choice of the build)"
+            elif op.compile_time == "unknown":
+                what = (f"takes the {name} side of a compile-time condition whose value is not known (the same "
+                        f"side in every warp)")
             if inline:
-                self.emit(indent + f":: {guard};", LineInfo(op.span, role, what, "branch"))
+                self.emit(indent + f":: {guard};", LineInfo(op.span, role, what, kind))
                 saved, self.inlining = self.inlining, True
                 self.lower_seq(pi, alt, indent + "   ")
                 self.inlining = saved
             else:
-                self.emit(indent + f":: atomic {{ {guard};", LineInfo(op.span, role, what, "branch"))
+                self.emit(indent + f":: atomic {{ {guard};", LineInfo(op.span, role, what, kind))
                 self.paths = 1
                 self.lower_seq(pi, alt, indent + "   ")
                 self.close_atomic(indent + "   }")
