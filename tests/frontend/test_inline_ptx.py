@@ -334,3 +334,26 @@ cute.arch.sync_threads()
         return [o for p in m.processes if p.warp == warp for o in ir.walk(p.variants[0])
                 if isinstance(o, ir.NamedBarrier)]
     assert not barriers(0) and barriers(1)
+
+
+def test_global_stores_to_an_unresolved_address_are_plain_data_without_gmem_flags():
+    # frost's `st_global_v4(row_ptr.toint(Int64) + offset, ...)`: an integer address.
+    m = build("""\
+addr = mystery_address()
+inline_ptx("st.global.v4.f32 [$0], {$1, $2, $3, $4};", read_only_args=[addr, 1.0, 2.0, 3.0, 4.0])
+inline_ptx("st.global.L1::no_allocate.v2.f32 [$0], {$1, $2};", read_only_args=[mA.iterator, 1.0, 2.0])
+""")
+    assert not m.unmodeled, m.unmodeled
+    assert any("addresses that did not resolve (line" in a for a in m.assumptions), m.assumptions
+    # The store with a cache hint names its tensor.
+    assert [(o.region.space, o.write) for o in ops(m) if isinstance(o, ir.Access)] == [("gmem", True)]
+
+
+def test_global_stores_to_an_unresolved_address_are_unmodeled_next_to_gmem_flags():
+    m = build("""\
+addr = mystery_address()
+inline_ptx("st.global.v4.f32 [$0], {$1, $2, $3, $4};", read_only_args=[addr, 1.0, 2.0, 3.0, 4.0])
+cute.arch.red(mA.iterator, cutlass.Int32(1), op="add", dtype="s32", sem="release", scope="gpu")
+""")
+    assert [u.construct for u in m.unmodeled] == ["st.global"]
+    assert "synchronizes through GMEM flags" in m.unmodeled[0].why

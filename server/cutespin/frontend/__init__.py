@@ -1178,6 +1178,26 @@ def _settle_data_atomics(processes: list, registry: I.Registry) -> None:
                     "so they order nothing")
 
 
+def _settle_untracked_gmem(processes: list, registry: I.Registry) -> None:
+    """Global loads and stores through addresses that did not resolve (inline PTX of an integer
+    address) cannot be placed in any tensor. Global memory is a handoff the model checks only in
+    a kernel that synchronizes through GMEM flags (model.promela tracks GMEM regions only then):
+    there they are unmodeled; elsewhere they are plain data and the verdict says so."""
+    if not registry.untracked_gmem:
+        return
+    flags = any(isinstance(op, (ir.FlagWait, ir.FlagUpdate)) for p in processes for v in p.variants
+                for op in ir.walk(v))
+    items = sorted(registry.untracked_gmem.values(), key=lambda u: (u.path, u.line))
+    if flags:
+        for u in items:
+            registry.add_unmodeled(ir.Unmodeled(u.line, u.construct, u.why + "; the kernel synchronizes through "
+                                                "GMEM flags, so it may be part of that handoff", u.path))
+        return
+    lines = ", ".join(str(u.line) for u in items[:8]) + (", ..." if len(items) > 8 else "")
+    registry.assume(f"global loads and stores through addresses that did not resolve (line {lines}) are plain "
+                    f"data: nothing in the kernel synchronizes through global memory")
+
+
 def derive_arrival_counts(processes: list, derived: dict) -> None:
     """Initialise the barriers whose count the source does not fold with the arrivals made on them.
 
@@ -2120,6 +2140,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
 
     _mark_merged_selections(numbering)
     _settle_data_atomics(processes, registry)
+    _settle_untracked_gmem(processes, registry)
     _resolve_tmem(processes, numbering)
     derive_arrival_counts(processes, numbering.derived)
     derive_named_barrier_threads(processes)

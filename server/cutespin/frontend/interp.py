@@ -3710,6 +3710,10 @@ class Registry:
         self.shared_sites: list = []  # number -> (cta, line of the first site that evaluated it)
         self.branch_sites: dict = {}  # (cta, uniform condition term) -> (line, text) of its `if`
         self.data_atomics: dict = {}  # relaxed atomics not taken as flag updates (see _data_atomic)
+        # Global loads and stores through addresses that did not resolve to a kernel argument
+        # (inline `st.global.v4 [$0]` of an integer address): (path, line, construct) -> Unmodeled,
+        # settled like data_atomics by build_kernel.
+        self.untracked_gmem: dict = {}
         self.input_loads: set = set()  # GMEM tensors whose loads got uniform terms (input_load_term)
         self.written_gmem: set = set()  # GMEM tensors the kernel writes: their loads get no term
         self.atomic_gmem: set = set()  # GMEM tensors that relaxed data atomics update
@@ -4555,11 +4559,20 @@ def run_ptx(it, text: str, instructions: list, ins: list, n_out: int, plain: boo
         k = int(addr.group(1)) - n_out if addr else -1
         ptr = ins_here[k] if plain and 0 <= k < len(ins_here) and not read_write else None
         space = parts[1] if len(parts) > 1 else ""
+        hints = [q for q in parts[2:] if q.startswith(("L1::", "L2::"))]  # cache hints: no effect on ordering
         if head in ("ld", "st") and space in ("global", "shared", "shared::cta", "shared::cluster") \
-                and "async" not in parts and not any("::" in q for q in parts[2:]) and isinstance(ptr, (Gmem, Smem)) \
-                and (isinstance(ptr, Smem) or space == "global"):
+                and "async" not in parts and not any("::" in q for q in parts[2:] if q not in hints) \
+                and isinstance(ptr, (Gmem, Smem)) and (isinstance(ptr, Smem) or space == "global"):
             # `ld.shared::cluster.b32 $0, [mapa(p, peer)]`: a plain access of the peer CTA's memory.
             it.access(_as_view(ptr) if isinstance(ptr, Smem) else ptr, head == "st", node)
+            continue
+        if head in ("ld", "st") and space == "global" and "async" not in parts and not isinstance(ptr, (Gmem, Smem)):
+            # `st.global.v4.f32 [$0], {...}` of an integer address (frost's `st_global_v4`).
+            s = it.span(node)
+            construct = f"{head}.global"
+            it.registry.untracked_gmem.setdefault(
+                (s.path, s.line, construct),
+                ir.Unmodeled(s.line, construct, "the address did not resolve to a kernel argument", s.path))
             continue
         if head in ("red", "atom") and space in ("global", "shared") and len(parts) > 2 and ptr is not None:
             val = ins_here[k + 1] if k + 1 < len(ins_here) else Unknown("value")
