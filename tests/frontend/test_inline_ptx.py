@@ -357,3 +357,22 @@ cute.arch.red(mA.iterator, cutlass.Int32(1), op="add", dtype="s32", sem="release
 """)
     assert [u.construct for u in m.unmodeled] == ["st.global"]
     assert "synchronizes through GMEM flags" in m.unmodeled[0].why
+
+
+def test_bulk_stores_and_reductions_from_shared_memory_are_tma_stores():
+    # flash-attn's `cpasync_reduce_bulk_add_f32`: dQ accumulated into global memory in bulk.
+    m = build("""\
+smem = cutlass.utils.SmemAllocator()
+sBuf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(64))
+inline_ptx("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;",
+           read_only_args=[mA.iterator, sBuf.iterator.toint(), 256])
+inline_ptx("cp.async.bulk.global.shared::cta.bulk_group [$0], [$1], $2;",
+           read_only_args=[mA.iterator, sBuf.iterator, 256])
+inline_ptx("cp.async.bulk.global.shared::cta.bulk_group [$0], [$1], $2;",
+           read_only_args=[mA.iterator, mystery(), 256])
+""")
+    stores = [o for o in ops(m) if isinstance(o, ir.TmaStore)]
+    assert [(s.region.name, s.dest.name if s.dest else None) for s in stores] == \
+        [("sBuf (CTA 0)", "global mA")] * 2
+    assert [u.why for u in m.unmodeled] == [
+        "`cp.async.bulk.global.shared::cta.bulk_group` whose shared-memory source could not be resolved"]

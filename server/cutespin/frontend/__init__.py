@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
@@ -507,9 +508,14 @@ def _annotation_text(param: cst.Param, info: ModuleInfo) -> str:
     return info.code(param.annotation.annotation) if param.annotation else ""
 
 
+def _optional_annotation(ann: str) -> bool:
+    """`Optional[cute.Tensor]`, `cute.Tensor | None`: the caller may pass None."""
+    return bool(re.search(r"\bOptional\[|\bNone\b", ann))
+
+
 def _param_default(param: cst.Param, ann: str, name: str):
     if "Tensor" in ann or ann.endswith("Pointer"):
-        return Gmem(name)
+        return Gmem(name, optional=_optional_annotation(ann))
     if "CopyAtom" in ann or "tma" in name.lower() and "atom" in name.lower():
         return TmaAtom(name) if "tma" in name.lower() else Unknown(f"copy atom {name}")
     return Unknown(f"host argument {name}")
@@ -606,6 +612,7 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
             continue
         ann = _annotation_text(p, info)
         v = kernel_args.get(n)
+        passed_none = n in kernel_args and v is None and _optional_annotation(ann)  # `.launch(..., None, ...)`
         hit, pv = _pin_matches(n, pins)
         if hit:
             v = pv
@@ -615,10 +622,13 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
                 v = _host_eval(_quiet_interp(info, self_obj, methods), p.default)
             else:
                 v = _param_default(p, ann, n)
-        if ("Tensor" in ann) and not isinstance(v, Gmem):
-            v = Gmem(n)
+        if passed_none and not hit:
+            v = None
+        elif ("Tensor" in ann) and not isinstance(v, Gmem):
+            # `Optional[cute.Tensor]` / `cute.Tensor | None`: the launch may pass None.
+            v = Gmem(n, optional=_optional_annotation(ann))
         if isinstance(v, Gmem) and v.name != n and not v.is_ptr:
-            v = Gmem(n)
+            v = Gmem(n, optional=v.optional)
         if isinstance(v, TmaAtom) and v.name != n:
             v = TmaAtom(n, v.ctas)
         params[n] = _uniform_argument(n, v)

@@ -12,6 +12,7 @@ import copy
 import hashlib
 import math
 import operator
+import os
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
@@ -1073,7 +1074,9 @@ class KernelInterp:
                 # Host code is plain Python: a path that raises is a configuration the launcher
                 # rejects, not one that runs (`choice` drops that side; P15).
                 raise NotCompiled(f"line {self.span(small).line}: the host code raises")
-            raise _Raises(f"line {self.span(small).line} raises while the kernel is traced")
+            sp = self.span(small)
+            at = f"{os.path.basename(sp.path)} line {sp.line}" if sp.path else f"line {sp.line}"
+            raise _Raises(f"{at} raises while the kernel is traced")
         elif isinstance(small, cst.Del):
             pass
         else:
@@ -2513,6 +2516,11 @@ class KernelInterp:
         if isinstance(op_node, (cst.Is, cst.IsNot)):
             if isinstance(a, Unknown) or isinstance(b, Unknown):
                 return Unknown("identity")
+            optional = a if isinstance(a, Gmem) and b is None else b if isinstance(b, Gmem) and a is None else None
+            if optional is not None and optional.optional:
+                # `offs is None` on an `Optional[cute.Tensor]` argument: decided by the launch.
+                key = _leaf("arg", f"{optional.name} is None")
+                return Unknown(f"{optional.name} is None", key=_negate(key) if isinstance(op_node, cst.IsNot) else key)
             if isinstance(a, ModuleRef) and isinstance(b, ModuleRef):
                 # `type is PipelineUserType.Producer`: one library object, named twice.
                 return (canonical(a.qualname) == canonical(b.qualname)) != isinstance(op_node, cst.IsNot)
@@ -4515,6 +4523,9 @@ def run_ptx(it, text: str, instructions: list, ins: list, n_out: int, plain: boo
         if head == "st" and "async" in mnemonic.split(".") and not guarded:
             ptx_st_async(it, mnemonic, ins_text, ins_here, n_out, plain, node)
             continue
+        if not guarded and re.match(r"cp(\.reduce)?\.async\.bulk\.global\.shared::cta\.bulk_group(\.|$)", mnemonic):
+            ptx_bulk_store(it, mnemonic, ins_text, ins_here, n_out, plain, node)
+            continue
         if PTX_PLACEHOLDER in head or not head:
             it.unmodeled(node, "cute.arch.inline_ptx", f"an instruction whose mnemonic does not fold (`{ins_text[:40]}`)")
             continue
@@ -4608,6 +4619,20 @@ def _with_registers(ins_text: str, regs: dict, ins: list, n_out: int) -> tuple:
 
 PTX_MEMBAR_SCOPES = {"membar.cta": "cta", "membar.gl": "gpu", "membar.sys": "sys"}
 PTX_TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
+
+
+def ptx_bulk_store(it, mnemonic: str, ins_text: str, ins: list, n_out: int, plain: bool, node):
+    """`cp.async.bulk.global.shared::cta.bulk_group [gmem], [smem], bytes` and its
+    `cp.reduce.async.bulk...add.f32` form (flash-attn's dQ accumulation): the bulk copy a TMA store
+    is, reading the shared buffer until `cp_async_bulk_wait_group(n, read=True)` retires its group
+    (a reduction into global memory orders nothing more than a store)."""
+    ops = ptx_operands(ins_text)
+    src = ptx_operand_value(ops[1], ins, n_out, plain) if len(ops) >= 2 else None
+    if not isinstance(src, Smem) or src.tmem:
+        it.unmodeled(node, "cute.arch.inline_ptx", f"`{mnemonic}` whose shared-memory source could not be resolved")
+        return
+    dst = ptx_operand_value(ops[0], ins, n_out, plain)
+    it.emit(RawTmaStore(it.span(node), _as_view(src), dst if isinstance(dst, Gmem) else None, it.mask))
 
 
 def ptx_st_async(it, mnemonic: str, ins_text: str, ins: list, n_out: int, plain: bool, node):

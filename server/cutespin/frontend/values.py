@@ -162,6 +162,9 @@ class Gmem:
     # Moved by an offset that did not fold (`desc_base + b * QWORDS` with `b` a runtime loop
     # index): global tensors are tracked whole, so a race through it is possible only (P16).
     inexact: bool = False
+    # A kernel argument annotated `Optional[cute.Tensor]` that the launch may pass as None:
+    # `x is None` is then a choice of the build, not False (interp `compare`).
+    optional: bool = dc_field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
