@@ -263,6 +263,13 @@ if tid == 0:
     assert not m.unmodeled, m.unmodeled
     kinds = {type(op).__name__ for p in m.processes for op in ir.walk(p.variants[-1])}
     assert {"TmaStore", "BulkCommit", "BulkWait", "Fence"} <= kinds, kinds
+    # A TMA reduction (qsa's dQ accumulation) is the same bulk copy out of shared memory.
+    reduced = src.replace("prims.cp_async_bulk_tensor_global_shared_cta(mA.iterator, out, (0, 0))",
+                          "prims.cp_async_bulk_tensor_reduce(mA.iterator, out, prims.TMARedux.ADD, (0, 0))")
+    assert reduced != src
+    m = model(reduced)
+    assert not m.unmodeled, m.unmodeled
+    assert sum(isinstance(op, ir.TmaStore) for p in m.processes for op in ir.walk(p.variants[-1])) == 1
 
 
 def test_string_spelled_atomics_and_reductions_are_the_atomics_they_name():

@@ -79,16 +79,22 @@ def h_tensor_load_cluster(it, args, kwargs, node):
     return _tensor_load(it, args, kwargs, node, "primitives.cp_async_bulk_tensor_shared_cluster_global", True)
 
 
-def h_tensor_store(it, args, kwargs, node):
-    """`cp_async_bulk_tensor_global_shared_cta(tma_desc, src, coords)`: a TMA store reading `src`
-    until a `cp_async_bulk_wait_group(n, read=True)` retires its bulk group."""
-    src = _kw(args, kwargs, 1, "src_mem")
-    if not isinstance(src, Smem):
-        it.unmodeled(node, "primitives.cp_async_bulk_tensor_global_shared_cta",
-                     "the source in shared memory could not be resolved")
+def _h_tensor_store(construct: str):
+    def h(it, args, kwargs, node):
+        """`cp_async_bulk_tensor_global_shared_cta(tma_desc, src, coords)`: a TMA store reading `src`
+        until a `cp_async_bulk_wait_group(n, read=True)` retires its bulk group; and
+        `cp_async_bulk_tensor_reduce(tma_desc, src, op, coords)`, the same copy reducing into
+        global memory (which orders nothing more than a store)."""
+        src = _kw(args, kwargs, 1, "src_mem")
+        if not isinstance(src, Smem):
+            it.unmodeled(node, construct, "the source in shared memory could not be resolved")
+            return None
+        it.emit(RawTmaStore(it.span(node), src, None, it.mask))
         return None
-    it.emit(RawTmaStore(it.span(node), src, None, it.mask))
-    return None
+    return h
+
+
+h_tensor_store = _h_tensor_store("primitives.cp_async_bulk_tensor_global_shared_cta")
 
 
 def h_commit(it, args, kwargs, node):
@@ -318,6 +324,7 @@ HANDLERS = {
     "primitives.cp_async_bulk_tensor_shared_cta_global": h_tensor_load_cta,
     "primitives.cp_async_bulk_tensor_shared_cluster_global": h_tensor_load_cluster,
     "primitives.cp_async_bulk_tensor_global_shared_cta": h_tensor_store,
+    "primitives.cp_async_bulk_tensor_reduce": _h_tensor_store("primitives.cp_async_bulk_tensor_reduce"),
     "primitives.cp_async_bulk_commit_group": h_bulk_commit,
     "primitives.cp_async_bulk_wait_group": h_bulk_wait,
     "primitives.tcgen05_commit": h_commit,
