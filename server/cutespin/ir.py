@@ -379,6 +379,9 @@ class Choice(Op):
     # kernel someone compiles), "unknown" when it is computed from values the checker could not
     # compute, so a side may be one no build takes (a counterexample through it is possible, api).
     compile_time: str = ""
+    # Alternatives no compiled kernel takes: after a `return` decided at trace time, the paths
+    # that went on reached a `raise` (frontend `mark_dead_paths`). Lowered with a `false` guard.
+    dead: tuple = ()
 
 
 @dataclass

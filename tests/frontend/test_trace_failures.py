@@ -168,3 +168,56 @@ def test_a_name_the_module_may_create_is_not_taken_as_undefined(package):
     m = build_models(src, path, SETTINGS)[0]
     assert not any("traces" in a for a in m.assumptions), m.assumptions
     assert any("fill_oob" in u.construct for u in m.unmodeled), m.unmodeled
+
+
+
+# cuDNN frost's `_ir_elem_ty(dtype)`: returns for each dtype it knows, raises after. The dtype is
+# not known here, so each `if` is a choice; but a `return` is decided when the kernel is traced.
+# The side that goes on writes a buffer warp 1 reads without a barrier: taken, it would race.
+ELEM_TYPE_HELPER = """
+
+@cute.jit
+def elem_bits(dtype, buf):
+    if dtype is cutlass.Float32:
+        return 32
+    else:
+        buf[0] = 1.0
+    raise TypeError("unsupported dtype")
+"""
+
+
+def test_a_path_that_raises_after_trace_time_returns_is_dropped(require_spin):
+    body = """\
+sBuf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(32))
+if warp_idx == 0:
+    bits = elem_bits(mA.element_type, sBuf)
+if warp_idx == 1:
+    mA[0] = sBuf[0]
+"""
+    src = kernel_source(async_pipeline() + body).replace("\n\nclass K:", ELEM_TYPE_HELPER + "\n\nclass K:", 1)
+    m = build_models(src, "k.py", SETTINGS)[0]
+    assert not m.unmodeled, [(u.construct, u.why) for u in m.unmodeled]
+    raise_line = line_of(src, "raise TypeError")
+    assert any(f"line {raise_line} raises while the kernel is traced after the `return`" in a
+               for a in m.assumptions), m.assumptions
+    (choice,) = [op for op in ir.walk(m.processes[0].variants[-1]) if isinstance(op, ir.Choice)]
+    assert choice.dead == (1,)  # the `else` side, which writes and then raises
+    (k,) = api.check_source(src, "k.py", SETTINGS, with_fixes=False).kernels
+    assert k.verdict == "verified", (k.verdict, k.reason)
+
+
+def test_a_dropped_path_that_would_hang_is_never_taken(require_spin):
+    # The side that raises waits on a barrier nobody arrives at: taken, it would hang.
+    helper = ELEM_TYPE_HELPER.replace("buf[0] = 1.0", "cute.arch.mbarrier_wait(buf, 0)")
+    body = """\
+hang = smem.allocate_array(cutlass.Int64, num_elems=1)
+if warp_idx == 0:
+    cute.arch.mbarrier_init(hang, 1)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+if warp_idx == 0:
+    bits = elem_bits(mA.element_type, hang)
+"""
+    src = kernel_source(async_pipeline() + body).replace("\n\nclass K:", helper + "\n\nclass K:", 1)
+    (k,) = api.check_source(src, "k.py", SETTINGS, with_fixes=False).kernels
+    assert k.verdict == "verified", (k.verdict, k.reason, [f.message for f in k.findings])

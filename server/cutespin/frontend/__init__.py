@@ -1004,6 +1004,19 @@ def _stage_parts(t: Smem, named: list) -> list:
     return [t.at(stage=s, block=None, elems=None, atom=None) for s in named]
 
 
+def mark_dead_paths(procs) -> None:
+    """Mark the sides of runtime choices whose paths raise at trace time (interp `dead_slots`) on
+    their Choice, before later passes rebuild the op lists."""
+    for _, _, it in procs:
+        if not it.dead_slots:
+            continue
+        for op in ir.walk(it.out):
+            if isinstance(op, ir.Choice):
+                dead = tuple(i for i, alt in enumerate(op.alternatives) if id(alt) in it.dead_slots)
+                if dead and len(dead) < len(op.alternatives):
+                    op.dead = tuple(sorted(set(op.dead) | set(dead)))
+
+
 def unstage_mixed_schemes(procs) -> None:
     """Keep a buffer's stages one numbering. A view staged on its first mode (Smem.stage_first)
     numbers stages by element ranges of its own; if the same allocation is also staged another
@@ -1385,7 +1398,7 @@ class _Converter:
                                    id_text=op.id_text)
         if isinstance(op, ir.Choice):
             return ir.Choice(op.span, [self.convert(alt) for alt in op.alternatives], op.shared,
-                             op.swapped, op.enum, op.compile_time)
+                             op.swapped, op.enum, op.compile_time, op.dead)
         return op
 
 
@@ -2121,6 +2134,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
 
     for run in runs:
+        mark_dead_paths(run)
         unstage_mixed_schemes(run)
         split_stages(run)
         split_blocks(run)

@@ -883,6 +883,9 @@ class KernelInterp:
         # when `n` is). Dropped when anything else may write them: a call they are passed to, a
         # method of theirs, a loop checked as one trip (end_loop).
         self.reg_values: dict = {}
+        # Ids of op lists (sides of runtime choices) whose paths raise at trace time after a
+        # partly-returning branch (continue_open_sides): no compiled kernel takes them.
+        self.dead_slots: set = set()
 
     # ---------------------------------------------------------------- helpers
     def span(self, node) -> ir.Span:
@@ -944,6 +947,19 @@ class KernelInterp:
         exited = False
         try:
             self.exec_block(rest)
+        except _Raises as e:
+            if pr.kind != "return":
+                raise
+            # `if dtype is Float32: return ...` ... `raise TypeError(...)`: a `return` in a DSL
+            # function is decided when the kernel is traced (the DSL has no early return from
+            # runtime control flow), so the paths that went on and raise are not in any kernel
+            # that compiles. They are dropped; the sides that returned stay.
+            self.out = saved
+            self.registry.assume(f"{e} after the `return` at line {pr.line}: a `return` is decided when the kernel "
+                                 f"is traced, so a kernel that compiles returned there")
+            self.dead_slots.update(id(s) for s in pr.slots)
+            pr.slots = []
+            return
         except _PartialReturn as got:  # another partly-returning branch further on
             if got.kind != pr.kind:
                 raise Unsupported(f"{' and '.join(sorted({got.kind, pr.kind}))} under runtime conditions in one function")

@@ -995,6 +995,8 @@ class Lowering:
                 u, value, other = op.shared, side + 1, 2 - side
                 guard = f"(uc[{u}] != {other}) -> uc[{u}] = {value}"
                 what = f"takes the {name} side of a runtime branch (the same side in every warp of the CTA)"
+            if side in op.dead:
+                guard = "false"  # a path no compiled kernel takes (ir.Choice.dead)
             if op.compile_time == "build":
                 what = f"takes the {name} side of a compile-time condition (a choice of the build)"
             elif op.compile_time == "unknown":
@@ -1356,7 +1358,9 @@ def _accesses_only(op) -> bool:
 def _side_accesses(op: ir.Choice) -> list:
     """The accesses of every side of an access-only branch, in source order."""
     out = []
-    for alt in op.alternatives:
+    for side, alt in enumerate(op.alternatives):
+        if side in op.dead:
+            continue  # no compiled kernel takes it (ir.Choice.dead)
         for o in alt:
             out += _side_accesses(o) if isinstance(o, ir.Choice) else [o]
     return out
