@@ -6,6 +6,8 @@ LayerNorm writes its variance partials and reads its mean partials in two halves
 buffer). Such a race makes the verdict inconclusive, with the lines named, never a
 counterexample; a race through exact indices stays a counterexample.
 """
+from pathlib import Path
+
 from cutespin import api
 from cutespin.config import Settings
 
@@ -53,23 +55,29 @@ def test_a_race_through_known_overlapping_indices_is_a_counterexample(require_sp
     assert [f.code for f in k.findings] == ["CS201"] and not k.findings[0].possible
 
 
+FLAG_SCOPE = (Path(__file__).parents[2] / "samples" / "gmem_flag_scope.py").read_text()
+PRODUCER_STORE = "mData[tidx] = mSrc[tidx] * 2.0"
+
+
+def check_producer_store(store: str):
+    """gmem_flag_scope.py with its producer CTA's store written as `store` (a CTA-scope release
+    that the other CTA cannot acquire, so the read of mData is stale: CS401)."""
+    src = FLAG_SCOPE.replace(PRODUCER_STORE, store)
+    assert src != FLAG_SCOPE
+    return src, api.check_source(src, "k.py", SETTINGS, with_fixes=False).kernels[0]
+
+
 def test_a_global_race_through_an_offset_that_does_not_fold_is_possible(require_spin):
-    # gmem_flag_scope.py's handoff (a CTA-scope release that the other CTA cannot acquire): at
-    # known per-lane indices the race is exact; at an offset read at run time (each CTA's slice
-    # of a workspace, cuDNN frost's descriptor arrays) the whole tensor stands for the slice, so
-    # the race may be between different elements.
-    from pathlib import Path
-    sample = (Path(__file__).parents[2] / "samples" / "gmem_flag_scope.py").read_text()
-    exact = api.check_source(sample, "k.py", SETTINGS, with_fixes=False).kernels[0]
+    # At known per-lane indices the race is exact; at an offset read at run time (each CTA's
+    # slice of a workspace, cuDNN frost's descriptor arrays) the whole tensor stands for the
+    # slice, so the race may be between different elements.
+    exact = api.check_source(FLAG_SCOPE, "k.py", SETTINGS, with_fixes=False).kernels[0]
     assert exact.verdict == "counterexample", exact.reason
-    moved = sample.replace("mData[tidx] = mSrc[tidx] * 2.0",
-                           "base = mData.iterator + mSrc.shape[0] * 4\n"
-                           "            (base + tidx).store(mSrc[tidx] * 2.0)")
-    assert moved != sample
-    k = api.check_source(moved, "k.py", SETTINGS, with_fixes=False).kernels[0]
+    assert [f.code for f in exact.findings] == ["CS401"] and not exact.findings[0].possible
+    moved, k = check_producer_store("base = mData.iterator + mSrc.shape[0] * 4\n"
+                                    "            (base + tidx).store(mSrc[tidx] * 2.0)")
     assert k.verdict == "inconclusive", (k.verdict, k.reason)
     # The sample's finding (the stale read through the CTA-scope release) is possible only.
-    assert [f.code for f in exact.findings] == ["CS401"] and not exact.findings[0].possible
     assert [f.code for f in k.findings] == ["CS401"] and k.findings[0].possible
     assert f"line {line_of(moved, '(base + tidx).store')}" in k.reason
 
@@ -78,13 +86,8 @@ def test_a_global_race_through_per_lane_pointer_offsets_is_possible(require_spin
     # cuDNN frost's descriptor builders: `dptr = desc_base + b * QWORDS` with `b` the lane index,
     # then `(dptr + i).store(...)`. The pointer names a different element per lane, which a
     # whole-tensor region cannot tell apart: the race is possible only.
-    from pathlib import Path
-    sample = (Path(__file__).parents[2] / "samples" / "gmem_flag_scope.py").read_text()
-    per_lane = sample.replace("mData[tidx] = mSrc[tidx] * 2.0",
-                              "dptr = mData.iterator + tidx * 4\n"
-                              "            (dptr + 1).store(mSrc[tidx] * 2.0)")
-    assert per_lane != sample
-    k = api.check_source(per_lane, "k.py", SETTINGS, with_fixes=False).kernels[0]
+    per_lane, k = check_producer_store("dptr = mData.iterator + tidx * 4\n"
+                                       "            (dptr + 1).store(mSrc[tidx] * 2.0)")
     assert k.verdict == "inconclusive", (k.verdict, k.reason)
     assert [f.code for f in k.findings] == ["CS401"] and k.findings[0].possible
     assert f"line {line_of(per_lane, '(dptr + 1).store')}" in k.reason
@@ -93,12 +96,7 @@ def test_a_global_race_through_per_lane_pointer_offsets_is_possible(require_spin
 def test_a_loop_from_the_lane_index_gives_each_lane_its_own_trips(require_spin):
     # frost's `for b in cutlass.range(lane, n_batch, 32)`: trip i is `lane + 32 * i` in each
     # lane, not `32 * i` in all of them (which named one known element, a definite race).
-    from pathlib import Path
-    sample = (Path(__file__).parents[2] / "samples" / "gmem_flag_scope.py").read_text()
-    strided = sample.replace("mData[tidx] = mSrc[tidx] * 2.0",
-                             "for b in cutlass.range(tidx % 32, mSrc.shape[0], 32, unroll=1):\n"
-                             "                (mData.iterator + b * 4).store(mSrc[tidx] * 2.0)")
-    assert strided != sample
-    k = api.check_source(strided, "k.py", SETTINGS, with_fixes=False).kernels[0]
+    _, k = check_producer_store("for b in cutlass.range(tidx % 32, mSrc.shape[0], 32, unroll=1):\n"
+                                "                (mData.iterator + b * 4).store(mSrc[tidx] * 2.0)")
     assert k.verdict == "inconclusive", (k.verdict, k.reason)
     assert not any("starts at 0" in a for a in k.assumptions)

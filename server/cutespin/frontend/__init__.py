@@ -1187,18 +1187,10 @@ def _settle_data_atomics(processes: list, registry: I.Registry) -> None:
     """Relaxed atomics that are not flag updates (float max into an output, `red.add` into a
     tensor) order nothing; they matter only to a kernel that waits on GMEM, where they may be the
     other half of a flag protocol we cannot see. Unmodeled there, an assumption elsewhere."""
-    if not registry.data_atomics:
-        return
-    waits = any(isinstance(op, ir.FlagWait) for p in processes for v in p.variants for op in ir.walk(v))
-    items = sorted(registry.data_atomics.values(), key=lambda u: (u.path, u.line))
-    if waits:
-        for u in items:
-            registry.add_unmodeled(ir.Unmodeled(u.line, u.construct, u.why + "; the kernel waits on GMEM, so it "
-                                                "may be part of that protocol", u.path))
-        return
-    lines = ", ".join(str(u.line) for u in items[:8]) + (", ..." if len(items) > 8 else "")
-    registry.assume(f"relaxed GMEM atomics (line {lines}) are data reductions: nothing in the kernel waits on GMEM, "
-                    "so they order nothing")
+    waits = _has_ops(processes, ir.FlagWait)
+    _settle_gmem_items(registry, registry.data_atomics, waits, "the kernel waits on GMEM, so it may be part of "
+                       "that protocol", "relaxed GMEM atomics (line {lines}) are data reductions: nothing in the "
+                       "kernel waits on GMEM, so they order nothing")
 
 
 def _settle_untracked_gmem(processes: list, registry: I.Registry) -> None:
@@ -1206,19 +1198,28 @@ def _settle_untracked_gmem(processes: list, registry: I.Registry) -> None:
     address) cannot be placed in any tensor. Global memory is a handoff the model checks only in
     a kernel that synchronizes through GMEM flags (model.promela tracks GMEM regions only then):
     there they are unmodeled; elsewhere they are plain data and the verdict says so."""
-    if not registry.untracked_gmem:
+    flags = _has_ops(processes, (ir.FlagWait, ir.FlagUpdate))
+    _settle_gmem_items(registry, registry.untracked_gmem, flags, "the kernel synchronizes through GMEM flags, so "
+                       "it may be part of that handoff", "global loads and stores through addresses that did not "
+                       "resolve (line {lines}) are plain data: nothing in the kernel synchronizes through global memory")
+
+
+def _has_ops(processes: list, kinds) -> bool:
+    return any(isinstance(op, kinds) for p in processes for v in p.variants for op in ir.walk(v))
+
+
+def _settle_gmem_items(registry: I.Registry, recorded: dict, unmodeled: bool, why: str, assumption: str) -> None:
+    """Operations recorded while interpreting whose meaning depends on the whole kernel: unmodeled
+    (with `why` added) when `unmodeled`, else one stated assumption naming their lines."""
+    if not recorded:
         return
-    flags = any(isinstance(op, (ir.FlagWait, ir.FlagUpdate)) for p in processes for v in p.variants
-                for op in ir.walk(v))
-    items = sorted(registry.untracked_gmem.values(), key=lambda u: (u.path, u.line))
-    if flags:
+    items = sorted(recorded.values(), key=lambda u: (u.path, u.line))
+    if unmodeled:
         for u in items:
-            registry.add_unmodeled(ir.Unmodeled(u.line, u.construct, u.why + "; the kernel synchronizes through "
-                                                "GMEM flags, so it may be part of that handoff", u.path))
+            registry.add_unmodeled(ir.Unmodeled(u.line, u.construct, f"{u.why}; {why}", u.path))
         return
     lines = ", ".join(str(u.line) for u in items[:8]) + (", ..." if len(items) > 8 else "")
-    registry.assume(f"global loads and stores through addresses that did not resolve (line {lines}) are plain "
-                    f"data: nothing in the kernel synchronizes through global memory")
+    registry.assume(assumption.format(lines=lines))
 
 
 def derive_arrival_counts(processes: list, derived: dict) -> None:
