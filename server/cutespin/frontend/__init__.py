@@ -893,8 +893,10 @@ class _Numbering:
             name += f" (CTA {target.cta})"
             space, cta = "smem", target.cta
         elif isinstance(target, Gmem):
-            key = ("gmem", target.name)
+            key = ("gmem", target.name, target.elem)
             name, space, cta = f"global {target.name}", "gmem", -1
+            if target.elem is not None:
+                name += f"[{target.elem}]"
         else:
             return None
         return self._region(key, space, cta, name, target)
@@ -1165,6 +1167,41 @@ def split_blocks(procs) -> None:
             return [_retarget(op, t.at(block=b, atom=a, flat=flat[k][0], coord_rank=flat[k][1]))
                     for b0 in keep[k] for b, a in parts(k, b0)]
         return [op]
+
+    _rewrite_ops(procs, expand)
+
+
+def split_gmem_elements(procs, registry) -> None:
+    """Global tensors are tracked whole, except elements the kernel names by a folded index on
+    the argument itself (`mFlags[3]`, interp `gmem_element`): each such element is a region of
+    its own, so `mData[1000]` and `mData[2000]` do not conflict. Every other access of the tensor
+    also touches each named element it may reach: all of them, or for per-lane indices
+    (`mData[tidx]`) the ones among its lanes' elements. A tensor a TMA store writes stays whole."""
+    named: dict = {}  # tensor -> element indices named
+    whole: set = set()  # tensors other ops touch as a whole
+    for _, _, it in procs:
+        for op in ir.walk(it.out):
+            if isinstance(op, I.RawAccess) and isinstance(op.target, Gmem) and op.target.elem is not None:
+                named.setdefault(op.target.name, set()).add(op.target.elem)
+            elif isinstance(op, I.RawTmaStore) and isinstance(op.dst, Gmem):
+                whole.add(op.dst.name)
+    if not named:
+        return
+    for name in sorted(named):
+        if name not in whole:
+            registry.assume(f"constant indices into global tensor {name} name distinct elements (its layout is "
+                            f"injective): each element the kernel names is checked on its own")
+
+    def expand(op) -> list:
+        if not (isinstance(op, I.RawAccess) and isinstance(op.target, Gmem) and op.target.name in named):
+            return [op]
+        t = op.target
+        if t.name in whole:
+            return [replace(op, target=replace(t, elem=None))] if t.elem is not None else [op]
+        if t.elem is not None:
+            return [op]
+        reach = sorted(named[t.name] if t.index_set is None else named[t.name] & t.index_set)
+        return [op] + [replace(op, target=replace(t, elem=e)) for e in reach]
 
     _rewrite_ops(procs, expand)
 
@@ -2139,6 +2176,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         unstage_mixed_schemes(run)
         split_stages(run)
         split_blocks(run)
+        split_gmem_elements(run, registry)
     numbering = _Numbering()
     processes = []
     for idx in range(ctas * warps):

@@ -761,6 +761,43 @@ def _is_const_expr_test(node) -> bool:
     return name == "const_expr"
 
 
+def _names_bound_in(node) -> set:
+    """Every plain name bound anywhere inside `node`, nested functions, lambdas and
+    comprehensions included (their parameters and loop variables too): a conservative set."""
+    names: set = set()
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n):
+            names.update(x.value for x in _name_targets(n.target))
+
+        def visit_AnnAssign(self, n):
+            names.update(x.value for x in _name_targets(n.target))
+
+        def visit_AugAssign(self, n):
+            names.update(x.value for x in _name_targets(n.target))
+
+        def visit_For(self, n):
+            names.update(x.value for x in _name_targets(n.target))
+
+        def visit_CompFor(self, n):
+            names.update(x.value for x in _name_targets(n.target))
+
+        def visit_AsName(self, n):
+            names.update(x.value for x in _name_targets(n.name))
+
+        def visit_Param(self, n):
+            names.add(n.name.value)
+
+        def visit_NamedExpr(self, n):
+            names.update(x.value for x in _name_targets(n.target))
+
+        def visit_Del(self, n):
+            names.update(x.value for x in _name_targets(n.target))
+
+    node.visit(V())
+    return names
+
+
 def _assigned_names(node) -> set:
     """The plain names a statement assigns anywhere inside it (targets, loop and `as` names)."""
     names: set = set()
@@ -886,6 +923,11 @@ class KernelInterp:
         # Ids of op lists (sides of runtime choices) whose paths raise at trace time after a
         # partly-returning branch (continue_open_sides): no compiled kernel takes them.
         self.dead_slots: set = set()
+        # Kernel arguments (global tensors) whose name the kernel never rebinds: a subscript of
+        # that name in the kernel's own body indexes the tensor itself, not a view of it, so a
+        # folded index names an element (`access`). Set by run_body.
+        self.element_params: frozenset = frozenset()
+        self.lambda_depth = 0
 
     # ---------------------------------------------------------------- helpers
     def span(self, node) -> ir.Span:
@@ -914,6 +956,10 @@ class KernelInterp:
 
     # ---------------------------------------------------------------- statements
     def run_body(self, fn: cst.FunctionDef):
+        if isinstance(fn, cst.FunctionDef):
+            rebound = _names_bound_in(fn.body)
+            self.element_params = frozenset(n for n, v in self.env.items()
+                                            if isinstance(v, Gmem) and not v.is_ptr and n not in rebound)
         try:
             self.exec_block(fn.body)
         except _Return:  # a _PartialReturn too
@@ -2751,10 +2797,12 @@ class KernelInterp:
             env[n] = args[i] if i < len(args) else kwargs.get(n, self.eval(p.default) if p.default else Unknown(n))
         saved = self.env
         self.env = env
+        self.lambda_depth += 1
         try:
             return self.in_module(lam.module, lambda: self.eval(lam.node.body), node)
         finally:
             self.env = saved
+            self.lambda_depth -= 1
 
     def object_setattr(self, args, node):
         """`object.__setattr__(obj, "name", value)`: how frozen pipeline subclasses re-class the
@@ -3311,12 +3359,28 @@ class KernelInterp:
             # Global tensors are tracked whole: an access at an index that did not fold is inexact
             # (P16), one at known per-lane indices is not.
             exact = not base.inexact and (idx is None or not _has_unknown(idx))
+            base = self.gmem_element(base, idx, index)
             if write:
                 self.emit(RawAccess(self.span(node), base, True, self.mask, False, exact))
                 return None
             self.emit(RawAccess(self.span(node), base, False, self.mask, False, exact))
             return Unknown("loaded value", key=self.input_load_term(base, index))
         return Unknown("subscript of an unknown value")
+
+    def gmem_element(self, base: Gmem, idx, index) -> Gmem:
+        """`mFlags[3]` / `mData[tidx]` in the kernel's own body, on a kernel argument it never
+        rebinds: the element it names, or the per-lane elements (Gmem.elem / index_set). Any other
+        access (a view, a pointer, a helper's parameter, an index that did not fold) is the whole
+        tensor."""
+        if not (isinstance(index, cst.Subscript) and isinstance(index.value, cst.Name)
+                and index.value.value in self.element_params and self.depth == 0 and self.lambda_depth == 0
+                and not base.is_ptr and not base.inexact and base.offset == 0 and base.elem is None):
+            return base
+        if _is_int(idx) and not isinstance(idx, bool):
+            return replace(base, elem=int(idx))
+        if isinstance(idx, LaneVal) and all(_is_int(v) and not isinstance(v, bool) for v in idx.vals):
+            return replace(base, index_set=frozenset(int(v) for i, v in enumerate(idx.vals) if self.mask >> i & 1))
+        return base
 
     def broadcast_load(self, base: Smem, idx, node) -> Unknown:
         """A load of one shared-memory element that every lane names alike (`s_bcast[0]` after a

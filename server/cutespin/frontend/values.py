@@ -165,6 +165,11 @@ class Gmem:
     # A kernel argument annotated `Optional[cute.Tensor]` that the launch may pass as None:
     # `x is None` is then a choice of the build, not False (interp `compare`).
     optional: bool = dc_field(default=False, compare=False)
+    # On the target of an access only (interp `access`): `mFlags[3]` on a kernel argument names
+    # element 3, its own region (frontend `split_gmem_elements`); an access at known per-lane
+    # indices (`mData[tidx]`) names `index_set`, which tells it apart from those elements.
+    elem: Optional[int] = None
+    index_set: Optional[frozenset] = dc_field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
