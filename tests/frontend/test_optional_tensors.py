@@ -66,5 +66,7 @@ def test_a_literal_none_at_the_launch_is_none():
 
 def test_a_tensor_at_the_launch_is_not_none():
     m = model("mA")
+    assert not m.unmodeled
+    assert any("takes the side that traces" in a for a in m.assumptions)  # `sizes` may still be None
     assert not _choices(m)
     assert not any(isinstance(op, ir.NamedBarrier) for op in _ops(m))

@@ -472,8 +472,14 @@ def test_a_register_value_stored_per_thread_or_overwritten_elsewhere_is_not_unif
         wide[0] = n
         if wide[0] <= 0:
             cute.arch.sync_threads()
+        elected = cute.make_rmem_tensor((1,), cutlass.Int32)
+        elected[0] = mA[tidx]
+        with cute.arch.elect_one():
+            elected[0] = n  # one lane only: the others keep their loaded value
+        if elected[0] <= 0:
+            cute.arch.sync_threads()
         """)
-    assert shared_ids(m, 0) == shared_ids(m, 1) == [None, None, None]
+    assert shared_ids(m, 0) == shared_ids(m, 1) == [None, None, None, None]
 
 
 def test_a_register_value_stored_on_both_sides_of_a_per_warp_branch_is_not_uniform():
@@ -504,3 +510,17 @@ def test_a_compile_time_choice_between_an_input_and_a_register_copy_is_checked_p
     assert len(m.configs) == 2
     for v in range(2):
         assert shared_ids(m, 0, v) == shared_ids(m, 1, v) != [None]
+
+
+def test_two_register_tensors_made_at_one_site_keep_their_own_values():
+    # One creation site run twice makes two tensors: the second store must not change the first.
+    m = model("""\
+        regs = ()
+        for i in cutlass.range_constexpr(2):
+            r = cute.make_rmem_tensor((1,), cutlass.Int32)
+            r[0] = n if i == 0 else mA[tidx]
+            regs = regs + (r,)
+        if regs[0][0] <= 0:
+            cute.arch.sync_threads()
+        """)
+    assert shared_ids(m, 0) == shared_ids(m, 1) != [None]  # regs[0] holds `n`, not the loaded value

@@ -405,36 +405,12 @@ def _bound_names(info) -> frozenset:
     cached = info.derived.get("bound_names")
     if cached is not None:
         return cached
-    names: set = set()
+    names = _names_bound_in(info.module)
 
     class V(cst.CSTVisitor):
-        def visit_AssignTarget(self, n):
-            names.update(_target_names(n.target))
-
-        def visit_AnnAssign(self, n):
-            names.update(_target_names(n.target))
-
-        def visit_AugAssign(self, n):
-            names.update(_target_names(n.target))
-
-        def visit_For(self, n):
-            names.update(_target_names(n.target))
-
-        def visit_CompFor(self, n):
-            names.update(_target_names(n.target))
-
-        def visit_Param(self, n):
-            names.add(n.name.value)
-
-        def visit_AsName(self, n):
-            names.update(_target_names(n.name))
-
         def visit_ImportAlias(self, n):
             if n.asname is None:
                 names.add(cst.helpers.get_full_name_for_node(n.name).split(".")[0])
-
-        def visit_NamedExpr(self, n):
-            names.update(_target_names(n.target))
 
         def visit_FunctionDef(self, n):
             names.add(n.name.value)
@@ -764,62 +740,56 @@ def _is_const_expr_test(node) -> bool:
 def _names_bound_in(node) -> set:
     """Every plain name bound anywhere inside `node`, nested functions, lambdas and
     comprehensions included (their parameters and loop variables too): a conservative set."""
-    names: set = set()
-
-    class V(cst.CSTVisitor):
-        def visit_AssignTarget(self, n):
-            names.update(x.value for x in _name_targets(n.target))
-
-        def visit_AnnAssign(self, n):
-            names.update(x.value for x in _name_targets(n.target))
-
-        def visit_AugAssign(self, n):
-            names.update(x.value for x in _name_targets(n.target))
-
-        def visit_For(self, n):
-            names.update(x.value for x in _name_targets(n.target))
-
-        def visit_CompFor(self, n):
-            names.update(x.value for x in _name_targets(n.target))
-
-        def visit_AsName(self, n):
-            names.update(x.value for x in _name_targets(n.name))
-
-        def visit_Param(self, n):
-            names.add(n.name.value)
-
-        def visit_NamedExpr(self, n):
-            names.update(x.value for x in _name_targets(n.target))
-
-        def visit_Del(self, n):
-            names.update(x.value for x in _name_targets(n.target))
-
-    node.visit(V())
-    return names
+    return _bound_in(node, everywhere=True)
 
 
 def _assigned_names(node) -> set:
     """The plain names a statement assigns anywhere inside it (targets, loop and `as` names)."""
+    return _bound_in(node, everywhere=False)
+
+
+def _bound_in(node, everywhere: bool) -> set:
+    """Names bound by assignments, `for` and `as` inside `node`; with `everywhere` also inside
+    nested functions, and by parameters, comprehension variables, `:=` and `del`."""
     names: set = set()
+
+    def add(target):
+        names.update(x.value for x in _name_targets(target))
 
     class V(cst.CSTVisitor):
         def visit_AssignTarget(self, n):
-            names.update(x.value for x in _name_targets(n.target))
+            add(n.target)
 
         def visit_AnnAssign(self, n):
-            names.update(x.value for x in _name_targets(n.target))
+            add(n.target)
 
         def visit_AugAssign(self, n):
-            names.update(x.value for x in _name_targets(n.target))
+            add(n.target)
 
         def visit_For(self, n):
-            names.update(x.value for x in _name_targets(n.target))
+            add(n.target)
 
         def visit_AsName(self, n):
-            names.update(x.value for x in _name_targets(n.name))
+            add(n.name)
 
         def visit_FunctionDef(self, n):
-            return False
+            return everywhere
+
+        def visit_CompFor(self, n):
+            if everywhere:
+                add(n.target)
+
+        def visit_Param(self, n):
+            if everywhere:
+                names.add(n.name.value)
+
+        def visit_NamedExpr(self, n):
+            if everywhere:
+                add(n.target)
+
+        def visit_Del(self, n):
+            if everywhere:
+                add(n.target)
 
     node.visit(V())
     return names
@@ -920,6 +890,7 @@ class KernelInterp:
         # when `n` is). Dropped when anything else may write them: a call they are passed to, a
         # method of theirs, a loop checked as one trip (end_loop).
         self.reg_values: dict = {}
+        self.registers_made = 0  # one-element register tensors created (their keys, h_make_rmem)
         # Ids of op lists (sides of runtime choices) whose paths raise at trace time after a
         # partly-returning branch (continue_open_sides): no compiled kernel takes them.
         self.dead_slots: set = set()
@@ -3232,7 +3203,8 @@ class KernelInterp:
     def store_register(self, base: Rmem, target: cst.Subscript, value) -> None:
         """`r[i] = value`: a one-element tensor holds `value` (any index names its one element);
         other register tensors keep no values."""
-        if base.single and (value is None or isinstance(value, (bool, int, float, Unknown))):
+        # Stored by every lane: a store by some lanes (`with elect_one():`) leaves the others' values.
+        if base.single and self.mask == FULL_MASK and (value is None or isinstance(value, (bool, int, float, Unknown))):
             self.reg_values[base.key] = value
         else:
             self.reg_values.pop(base.key, None)
@@ -5163,8 +5135,12 @@ def h_make_rmem(it, args, kwargs, node):
     shape = args[0] if args else kwargs.get("layout_or_shape", kwargs.get("shape"))
     if isinstance(shape, Layout):
         shape = shape.shape
-    size = _folded_size(shape)
-    return Rmem(f"{sp.line}:{sp.column}", single=size == 1)
+    if _folded_size(shape) != 1:
+        return Rmem(f"{sp.line}:{sp.column}")
+    # A one-element tensor keeps a value (`reg_values`): each creation is a tensor of its own,
+    # also when one site (a helper's) makes several.
+    it.registers_made += 1
+    return Rmem(f"{sp.line}:{sp.column}#{it.registers_made}", single=True)
 
 
 def _common_entries(dicts: list) -> dict:
