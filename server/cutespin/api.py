@@ -11,7 +11,7 @@ import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator, Optional
 
 from . import ir
@@ -20,7 +20,8 @@ from .engine.spin import (Cancelled, CancelToken, InternalError, RunResult, Tool
                           find_tools)
 from .findings import Finding, findings_from_run, is_suppressed, static_findings
 from .frontend import FrontendError, build_models
-from .model.promela import ModelTooLarge, PromelaModel, TooManyGroups, ValueOutOfRange, lower
+from .model.promela import (ModelTooLarge, PromelaModel, TooManyGroups, ValueOutOfRange, configuration_groups,
+                             lower)
 from .model import symmetry
 
 __version__ = "0.1.0"
@@ -125,10 +126,15 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
     timings = {}
     t0 = time.monotonic()
     cut_short = None
+    parts = None  # configuration groups checked one at a time, when the whole model is too large
     try:
         pm = lower(k)
+        if len(pm.text) > SPLIT_MODEL_CHARS and len(pm.config_groups) > 1:
+            parts = pm.config_groups
     except ModelTooLarge as e:
-        reason, cut_short = f"model too large: {e}", "size"
+        parts = _groups_to_split(k)
+        if parts is None:
+            reason, cut_short = f"model too large: {e}", "size"
     except TooManyGroups as e:
         reason = f"model too large: {e}"
     except ValueOutOfRange as e:
@@ -137,23 +143,32 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
     if pm is not None and not findings and not k.processes:
         if not k.unmodeled:
             assumptions.append("the kernel has no synchronization operations")
-    elif pm is not None and not findings:
-        key = model_key(pm.text, settings, tools)
-        run = CACHE.get(key)
-        if run is None:
-            run = check_model(pm.text, tools, timeout=settings.timeout, depth=settings.depth,
-                              memory_mb=settings.memory_mb, token=token)
-            CACHE.put(key, run)
-            timings.update(run.timings)
-        else:
-            timings["cached"] = 1.0
-        if run.status == "error":
-            findings = findings_from_run(k, pm, run)
-            if not findings:  # an error the trail does not explain is no proof either
-                reason = f"the search stopped on an error it could not explain ({run.error}); nothing is proven"
-        elif run.status == "incomplete":
-            reason = f"the search hit the {run.incomplete} bound after {run.states} states; nothing is proven"
-            cut_short = run.incomplete
+    elif (pm is not None or parts) and not findings:
+        states = transitions = 0
+        seconds = 0.0
+        for searched, part_pm, run, too_large in _search(k, pm, parts, settings, tools, token, timings):
+            if too_large is not None:
+                reason, cut_short = too_large, "size"
+                break
+            states, transitions, seconds = states + run.states, transitions + run.transitions, seconds + run.seconds
+            if run.status == "error":
+                pm = part_pm
+                findings = findings_from_run(searched, pm, run)
+                if not findings:  # an error the trail does not explain is no proof either
+                    reason = f"the search stopped on an error it could not explain ({run.error}); nothing is proven"
+                break
+            if run.status == "incomplete":
+                pm = part_pm
+                reason = f"the search hit the {run.incomplete} bound after {states} states; nothing is proven"
+                cut_short = run.incomplete
+                break
+            pm = pm or part_pm  # the whole model when it was built: what `show Promela` shows
+        if run is not None:
+            run = replace(run, states=states, transitions=transitions, seconds=seconds)
+        if parts:
+            assumptions.append(f"the {sum(map(len, parts))} configurations were checked as {len(parts)} models, "
+                               f"one per group of configurations that lower alike: together they were too large "
+                               f"for one model")
     suppressed = []
     if source_lines is not None:
         kept = []
@@ -225,6 +240,62 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
     return KernelResult(k.path, k.name, k.qualname, k.line, verdict, reason, bounds, assumptions, findings,
                         list(k.unmodeled), stats, whole, pm, run, suppressed, timings,
                         cut_short if verdict == "inconclusive" else None)
+
+
+# A model larger than this whose configurations fall into several groups is checked one group at a
+# time: `spin -a` takes time quadratic in the statements of a proctype (its source-line table is a
+# sorted list it walks for every statement), and each configuration group is a branch of every
+# proctype, so the parts of a large model are generated in a fraction of its time (bench/split.py:
+# a 2.6 MB model of 24 groups, 3.8 s against 1.1 s for all parts; a 9 MB corpus model, 21 s against
+# 4 s). Each part pays its own build of pan, so below about 1 MB one model is as fast or faster.
+# A whole model over the size limit (MAX_MODEL_LINES) is split too: its parts may be within it.
+SPLIT_MODEL_CHARS = 1_000_000
+
+
+def _groups_to_split(k: ir.KernelModel) -> Optional[list]:
+    """The configuration groups of a kernel whose whole model is over the size limit, when there
+    are several (each may be within it); None otherwise."""
+    try:
+        groups = configuration_groups(k)
+    except (TooManyGroups, ValueOutOfRange):
+        return None
+    return groups if len(groups) > 1 else None
+
+
+def _search(k: ir.KernelModel, pm: Optional[PromelaModel], parts: Optional[list], settings: Settings, tools: Tools,
+            token: Optional[CancelToken], timings: dict):
+    """Run the search on the whole model `pm`, or on one model per configuration group (`parts`)
+    one after the other, all within the time bound. Yields (kernel searched, its model, RunResult,
+    None) per search, or (kernel, None, None, reason) when a group's model is over the size limit;
+    the caller stops at the first result that is not a clean pass. Stage times add up in
+    `timings`."""
+    start = time.monotonic()
+    for group in parts or [None]:
+        sub = k if group is None else ir.restrict_configs(k, group)
+        if group is not None:
+            t0 = time.monotonic()
+            try:
+                pm = lower(sub)
+            except ModelTooLarge as e:
+                yield sub, None, None, f"model too large: {e} (in the configuration {sub.configs[0].describe()})"
+                return
+            timings["lower"] = timings.get("lower", 0.0) + time.monotonic() - t0
+        left = settings.timeout - (time.monotonic() - start)
+        if left <= 0:
+            yield sub, pm, RunResult(status="incomplete", incomplete="time"), None
+            return
+        key = model_key(pm.text, settings, tools)
+        run = CACHE.get(key)
+        if run is None:
+            run = check_model(pm.text, tools, timeout=left, depth=settings.depth, memory_mb=settings.memory_mb,
+                              token=token)
+            if group is None or run.status != "incomplete":  # a part cut short had less than the time bound
+                CACHE.put(key, run)
+            for stage, seconds in run.timings.items():
+                timings[stage] = timings.get(stage, 0.0) + seconds
+        else:
+            timings["cached"] = 1.0
+        yield sub, pm, run, None
 
 
 def verified_bounds(bounds: dict) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import operator
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional, Union
 
 # ---------------------------------------------------------------------------------------------
@@ -514,6 +514,15 @@ class KernelModel:
     deps: list = field(default_factory=list)
     # The loop bound was chosen (a `loop` pin or the loop-bound setting), not defaulted.
     loop_chosen: bool = False
+
+
+def restrict_configs(k: "KernelModel", indices: list) -> "KernelModel":
+    """The kernel under the configurations `indices` only: a model of its own, so that a kernel
+    whose configurations make one model too large for SPIN is checked one part at a time."""
+    n = len(k.configs)
+    return replace(k, configs=[k.configs[i] for i in indices],
+                   processes=[replace(p, variants=[p.variants[i] for i in indices]) if len(p.variants) == n else p
+                              for p in k.processes])
 
 
 def arrivals_per_phase(k: "KernelModel", bar_index: int):

@@ -9,6 +9,7 @@ records the construct and why.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import math
 import operator
@@ -743,6 +744,13 @@ def _names_bound_in(node) -> set:
     return _bound_in(node, everywhere=True)
 
 
+@functools.lru_cache(maxsize=32)
+def _names_rebound_in_body(body) -> frozenset:
+    """`_names_bound_in` for a kernel body, cached: every warp of every configuration runs the
+    same body, and walking a large kernel each time cost more than interpreting it."""
+    return frozenset(_names_bound_in(body))
+
+
 def _assigned_names(node) -> set:
     """The plain names a statement assigns anywhere inside it (targets, loop and `as` names)."""
     return _bound_in(node, everywhere=False)
@@ -928,7 +936,7 @@ class KernelInterp:
     # ---------------------------------------------------------------- statements
     def run_body(self, fn: cst.FunctionDef):
         if isinstance(fn, cst.FunctionDef):
-            rebound = _names_bound_in(fn.body)
+            rebound = _names_rebound_in_body(fn.body)
             self.element_params = frozenset(n for n, v in self.env.items()
                                             if isinstance(v, Gmem) and not v.is_ptr and n not in rebound)
         try:

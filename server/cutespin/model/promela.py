@@ -82,6 +82,9 @@ class PromelaModel:
     cp_async_dests: set = field(default_factory=set)  # regions written by cp.async copies
     async_read_kinds: dict = field(default_factory=dict)  # region -> kinds of asynchronous readers (AsyncRead)
     notes: list = field(default_factory=list)
+    # The kernel's configurations grouped by the model they give (`Lowering.config_groups`): the
+    # model chooses one group at launch (`cfg`).
+    config_groups: list = field(default_factory=lambda: [[0]])
 
 
 class TooManyGroups(Exception):
@@ -1244,14 +1247,18 @@ class Lowering:
         L("init {", None)
         L("  atomic {", None)
         n = len(config_groups)
+
+        def config_step(ci):  # a configuration that fixes uniform conditions: the trail says which values
+            c = k.configs[config_groups[ci][0]] if k.configs else None
+            return (LineInfo(k.def_span, "launch", f"takes the configuration {c.describe()}", "config")
+                    if getattr(c, "cond_labels", ()) else None)
         if n > 1:
             L("    if", None)
             for ci in range(n):
-                c = k.configs[config_groups[ci][0]]
-                # A configuration that fixes uniform conditions: the trail says which values.
-                L(f"    :: cfg = {ci}", LineInfo(k.def_span, "launch", f"takes the configuration {c.describe()}", "config")
-                  if getattr(c, "cond_labels", ()) else None)
+                L(f"    :: cfg = {ci}", config_step(ci))
             L("    fi;", None)
+        elif config_step(0) is not None:  # one configuration of a kernel checked a part at a time
+            L("    cfg = 0;", config_step(0))
         for m, domain in enumerate(k.enum_values):
             # The launch's value of each uniform value compared with constants (P14): one of
             # them, or any other (the last index).
@@ -1282,7 +1289,8 @@ class Lowering:
                             {b.index: b.name for b in k.barriers}, {f.index: f.name for f in k.flags},
                             narrow_sites=self.narrow_sites, notes=self.notes,
                             tma_store_dests=self.tma_store_dests, cp_async_dests=self.cp_async_dests,
-                            async_read_kinds={r: sorted(v) for r, v in self.async_read_kinds.items()})
+                            async_read_kinds={r: sorted(v) for r, v in self.async_read_kinds.items()},
+                            config_groups=config_groups)
 
 
 def line_floor(keys: list) -> int:
@@ -1403,6 +1411,12 @@ def _op_key(op):
         return ("choice", op.span, op.shared, op.swapped, op.enum, tuple(tuple(_op_key(o) for o in alt) for alt in op.alternatives))
     d = dict(vars(op))
     return (type(op).__name__,) + tuple(sorted((k, repr(v)) for k, v in d.items()))
+
+
+def configuration_groups(k: ir.KernelModel) -> list:
+    """The kernel's configurations grouped by the model they give, without lowering it (for a
+    model over the size limit as a whole, which may be checked one group at a time)."""
+    return Lowering(k).config_groups()
 
 
 def lower(k: ir.KernelModel) -> PromelaModel:
