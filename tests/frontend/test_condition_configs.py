@@ -420,3 +420,46 @@ def test_a_barrier_chosen_on_a_host_option_is_a_configuration_per_value():
     p1 = next(p for p in m.processes if p.warp == 1)
     by_value = {next(iter(c.conds.values())): waits(v) for c, v in zip(m.configs, p1.variants)}
     assert by_value == {True: [("bars", 0)], False: []}, by_value
+
+
+def test_a_build_choice_between_two_barrier_objects_is_a_configuration_per_value():
+    """cuDNN's decode kernels: `gate = bars.q_empty if const_expr(EARLY_Q) else bars.q_alias`, with
+    EARLY_Q a host option and each barrier wrapped in a package class around its SMEM pointer.
+    A build picks one of them, so each value is a configuration and the gate's waits resolve."""
+    extra = """\
+class Gate:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+    @cute.jit
+    def wait(self, phase):
+        cute.arch.mbarrier_wait(self.ptr, phase)
+
+    @cute.jit
+    def arrive(self):
+        cute.arch.mbarrier_arrive(self.ptr)
+"""
+    src = kernel_source("""\
+        smem = cutlass.utils.SmemAllocator()
+        bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+        q_empty = Gate(bars)
+        q_alias = Gate(bars + 1)
+        gate = q_empty if cutlass.const_expr(self.early_q) else q_alias
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if warp_idx == 0:
+            cute.arch.mbarrier_init(bars, 1)
+            cute.arch.mbarrier_init(bars + 1, 1)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        if warp_idx == 0:
+            with cute.arch.elect_one():
+                gate.arrive()
+        if warp_idx == 1:
+            gate.wait(0)
+        """, init="self.early_q = host_flag()").replace("\n\nclass K:", "\n\n" + extra + "\n\nclass K:", 1)
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    assert len(m.configs) == 2, m.configs
+    p1 = next(p for p in m.processes if p.warp == 1)
+    by_value = {next(iter(c.conds.values())): waits(v) for c, v in zip(m.configs, p1.variants)}
+    assert by_value == {True: [("bars", 0)], False: [("bars[1]", 0)]}, by_value

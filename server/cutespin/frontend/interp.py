@@ -564,6 +564,14 @@ SPLIT_OBJECTS = (P.PipeState, P.Participant, P.Pipeline, P.TmaStorePipeline, P.O
                  NamedBarrierObj, TmemAllocatorObj)
 
 
+def _holds_sync(v) -> bool:
+    """A barrier, pipeline or shared-memory buffer, or a package object that holds one as an
+    attribute (cuDNN's `MBarrier` around its SMEM base pointer)."""
+    if isinstance(v, (Smem,) + SYNC_OBJECTS):
+        return True
+    return isinstance(v, Record) and any(isinstance(x, (Smem,) + SYNC_OBJECTS) for x in v.attrs.values())
+
+
 def _is_stage_count_local(name: str) -> bool:
     """A local variable holding a ring length: `num_stages`, `n_smem_stages` (not `stage`, an index)."""
     low = name.lower()
@@ -2406,11 +2414,15 @@ class KernelInterp:
         if isinstance(c, bool):
             return self.eval(node.body if c else node.orelse)
         a, b = self.eval(node.body), self.eval(node.orelse)
-        if isinstance(c, Unknown) and c.key is not None and self.ctx.splits is not None and (a is None or b is None) \
-                and any(isinstance(v, (Smem, NamedBarrierObj) + SYNC_OBJECTS) for v in (a, b)):
+        sync = lambda v: isinstance(v, (Smem, NamedBarrierObj) + SYNC_OBJECTS)  # noqa: E731
+        if isinstance(c, Unknown) and c.key is not None and self.ctx.splits is not None \
+                and ((a is None or b is None) and (sync(a) or sync(b))
+                     or _is_const_expr_test(node) and _holds_sync(a) and _holds_sync(b) and not _same(a, b)):
             # `bar = storage.bar.data_ptr() if NUM_CTAS == 2 else None`: a barrier that exists on
-            # one value of a uniform condition only; each value becomes a configuration (P14).
-            # (Two objects, `bufs if multi else (bufs,)`, stay a select: no configurations.)
+            # one value of a uniform condition only, or `gate = bars.q_empty if const_expr(EARLY_Q)
+            # else bars.q_alias`: a build picks one of two barriers; each value becomes a
+            # configuration (P14). (Two objects of a runtime select, `bufs if multi else (bufs,)`,
+            # stay a select: no configurations.)
             key = c.key
             while key[0] == "not":
                 key = key[3]
