@@ -463,3 +463,33 @@ class Gate:
     p1 = next(p for p in m.processes if p.warp == 1)
     by_value = {next(iter(c.conds.values())): waits(v) for c, v in zip(m.configs, p1.variants)}
     assert by_value == {True: [("bars", 0)], False: [("bars[1]", 0)]}, by_value
+
+
+def test_an_operand_of_and_fixed_by_the_configuration_short_circuits():
+    # flash-attn-4's MLA dQ/dQv epilogue: `store = const_expr(self.flag) and i < n_k`, `n_k` bound
+    # only under `if const_expr(self.flag):`. In the configuration that fixes the flag False,
+    # `and` is False as in Python and `n_k` is not read (it was an unbound name, so the branch on
+    # `store` was a choice per warp: one warp skipped the others' barrier, a false deadlock).
+    m = build("""\
+        if cutlass.const_expr(mA.shape[0] > 4):
+            n_k = cute.size(sFlag.shape, mode=[3])
+        if warp_idx == 0:
+            st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+            if cutlass.const_expr(mA.shape[0] > 4):
+                pipe.producer_acquire(st)
+                pipe.producer_commit(st)
+                st.advance()
+            pipe.producer_acquire(st)
+        for i in cutlass.range(2, unroll_full=True):
+            store = cutlass.const_expr(mA.shape[0] > 4) and i < n_k
+            if not store:
+                cute.arch.sync_threads()
+        """)
+    assert len(m.configs) == 2, m.configs
+    p1 = next(p for p in m.processes if p.warp == 1)
+    for c, v in zip(m.configs, p1.variants):
+        chosen = [o for o in ir.walk(v) if isinstance(o, ir.Choice)]
+        if next(iter(c.conds.values())) is False:
+            assert not chosen  # both syncs run unconditionally
+        else:
+            assert all(o.shared is not None for o in chosen), chosen

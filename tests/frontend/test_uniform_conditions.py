@@ -524,3 +524,26 @@ def test_two_register_tensors_made_at_one_site_keep_their_own_values():
             cute.arch.sync_threads()
         """)
     assert shared_ids(m, 0) == shared_ids(m, 1) != [None]  # regs[0] holds `n`, not the loaded value
+
+
+def test_size_of_a_partition_that_does_not_fold_is_the_same_in_every_warp():
+    # flash-attn-4's MLA dQ/dQv epilogue: `subtile_idx < cute.size(tTR_tAcc.shape, mode=[3])` on a
+    # per-thread partition. A partition's shape is the same in every thread, so all warps take
+    # the same side (as a choice per warp, one warp skipped the epilogue barrier: a false deadlock).
+    m = model("""\
+        thr = cute.make_tiled_copy_tv(None, None, None).get_slice(tidx)
+        part = thr.partition_S(sBuf)
+        for i in cutlass.range(4, unroll_full=True):
+            if i < cute.size(part.shape, mode=[3]):
+                cute.arch.sync_threads()
+        """)
+    w0, w1 = shared_ids(m, 0), shared_ids(m, 1)
+    assert len(w0) == 4 and None not in w0 and w0 == w1
+
+
+def test_size_of_a_per_lane_value_stays_per_lane():
+    m = model("""\
+        if 3 < cute.size((tidx, 2)):
+            cute.arch.sync_threads()
+        """)
+    assert None in shared_ids(m, 0) or not choices(m, 0) or shared_ids(m, 0) != shared_ids(m, 1)

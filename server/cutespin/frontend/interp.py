@@ -2635,14 +2635,23 @@ class KernelInterp:
         return Unknown("runtime condition", key=_combine("or", "", _truth(_term(a)), _truth(_term(b))))
 
     def eval_BooleanOperation(self, node):
-        a = self.eval_cond(node.left)
+        a = self.decided_operand(node.left)
         if isinstance(node.operator, cst.And):
             if a is False:
                 return False
-            return self.logic_and(a, self.eval_cond(node.right))
+            return self.logic_and(a, self.decided_operand(node.right))
         if a is True:
             return True
-        return self.logic_or(a, self.eval_cond(node.right))
+        return self.logic_or(a, self.decided_operand(node.right))
+
+    def decided_operand(self, node):
+        """An operand of `and`/`or` with the value this configuration or the enclosing branch fixes
+        for it, as `if` sees it: `const_expr(self.compute_dQ) and i < n_k` is False where the
+        configuration fixes compute_dQ False, and `n_k` (bound only when it is True) is never read."""
+        v = self.eval_cond(node)
+        if isinstance(v, Unknown) and v.key is not None:
+            v = self.decided_condition(v)
+        return v
 
     # ---------------------------------------------------------------- calls
     def eval_Call(self, node: cst.Call):
@@ -5678,7 +5687,13 @@ def h_size(it, args, kwargs, node):
         # The size of a uniform value (a kernel argument's shape) is uniform: the same term at every
         # site, so `bidx % cute.size(tiled_mma.thr_id.shape) == 0` is one condition in all warps.
         return Unknown("size of a runtime value", key=_combine("size", str(list(mode or [])), x.key))
-    return Unknown("size of a runtime or layout-algebra value")
+    if isinstance(x, LaneVal) or isinstance(x, tuple) and any(isinstance(e, LaneVal) for e in _flat(x)):
+        return Unknown("size of a runtime or layout-algebra value")
+    # A layout is the same in every thread (a partition differs between threads by its offset,
+    # never by its shape), so a size that did not fold is still one value for the whole launch:
+    # keyed by its call site, `if subtile_idx < cute.size(tTR_tAcc.shape, mode=[3]):` is one
+    # condition in all warps (flash-attn-4's MLA dQ/dQv epilogue), not a choice per warp.
+    return Unknown("size of a layout-algebra value", key=_leaf("size", it.site_key(node)))
 
 
 def h_make_tensor(it, args, kwargs, node):
