@@ -100,3 +100,32 @@ def test_a_loop_from_the_lane_index_gives_each_lane_its_own_trips(require_spin):
                                 "                (mData.iterator + b * 4).store(mSrc[tidx] * 2.0)")
     assert k.verdict == "inconclusive", (k.verdict, k.reason)
     assert not any("starts at 0" in a for a in k.assumptions)
+
+
+TILES = """\
+smem = cutlass.utils.SmemAllocator()
+stage = smem.allocate_tensor(cutlass.Float32, cute.make_layout((64, 8), stride=(1, 64)))
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp == 0:
+    mine = cute.local_tile(stage, (32, 8), (0, 0))
+    mine[0] = 1.0
+if warp == 1:
+    other = cute.local_tile(stage, (32, 8), (1, 0))
+    mA[0] = other[0]
+"""
+
+
+def test_accesses_to_two_constant_tiles_of_one_buffer_are_a_possible_race(require_spin):
+    # cuDNN's indexer backward: each warp group stages into its own half through
+    # `local_tile(sdK_staging, (64, I), (compute_wg_idx, 0))`. The model keeps one region for the
+    # buffer, so the race it finds between the halves is possible, never a counterexample.
+    src, k = check(TILES)
+    assert k.verdict == "inconclusive", (k.verdict, k.reason)
+    (f,) = k.findings
+    assert f.possible and f.code == "CS201"
+    assert f"line {line_of(src, 'mine[0] = 1.0')}" in k.reason
+
+
+def test_accesses_to_one_constant_tile_from_two_warps_stay_a_counterexample(require_spin):
+    _, k = check(TILES.replace("(1, 0))", "(0, 0))"))
+    assert k.verdict == "counterexample", (k.verdict, k.reason)

@@ -53,3 +53,52 @@ def test_a_constructor_the_dsl_does_not_export_stays_unknown(require_spin):
     # take either side of each condition.
     k = check("from mypkg.typing import Int32")
     assert k.verdict == "counterexample", (k.verdict, k.reason)
+
+
+SCHEDULER = '''\
+from cutlass.cutlass_dsl import const_expr
+
+
+class Scheduler:
+    def __init__(self, params):
+        self.params = params
+
+    @property
+    def scenario(self):
+        return self.params
+
+    @scenario.setter
+    def scenario(self, value):
+        self.params = value
+
+    @cute.jit
+    def step(self):
+        if const_expr(self.scenario == "2Dx2D"):
+            cute.arch.sync_threads()
+
+'''
+
+
+def _scheduler_model():
+    from cutespin.frontend import build_models
+    src = kernel_source('''\
+        sched = Scheduler("2Dx3D")
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if warp_idx == 0:
+            sched.step()
+        cute.arch.sync_threads()
+        ''').replace("\n\nclass K:", "\n\n" + SCHEDULER + "\nclass K:", 1)
+    return build_models(src, "k.py", SETTINGS)[0]
+
+
+def test_const_expr_imported_from_cutlass_dsl_and_a_property_with_a_setter_fold():
+    # cuDNN's MoE scheduler: `const_expr` comes from `cutlass.cutlass_dsl`, and `scenario` is a
+    # property with a setter defined after it. The condition folds to False: warp 0 does not
+    # sync alone (before, it was a runtime branch per warp, and the setter made the attribute a
+    # bound method).
+    from cutespin import ir
+    m = _scheduler_model()
+    p0 = next(p for p in m.processes if p.warp == 0)
+    ops = list(ir.walk(p0.variants[0]))
+    assert not any(isinstance(o, ir.Choice) for o in ops), ops
+    assert sum(isinstance(o, ir.NamedBarrier) for o in ops) == 1

@@ -97,6 +97,10 @@ NUMERIC_TYPES = frozenset({
     "Float16", "BFloat16", "Float32", "Float64", "TFloat32", "Float8E4M3FN", "Float8E5M2",
 })
 NUMERIC_REEXPORTS = ("cute.typing", "cute", "cutlass_dsl", "base_dsl.typing", "base_dsl")
+# Compile-time control the DSL defines in `cutlass.cutlass_dsl` and `cutlass` re-exports: cuDNN's
+# MoE scheduler imports `const_expr` from `cutlass.cutlass_dsl`, and unresolved there each of its
+# `if const_expr(self.scenario == ...)` was a runtime branch per warp.
+CONTROL_REEXPORTS = frozenset({"const_expr", "range_constexpr", "range", "if_generate"})
 
 
 def canonical(qualname: str) -> str:
@@ -107,6 +111,8 @@ def canonical(qualname: str) -> str:
         q = q[len("cutlass."):]
     module, _, last = q.rpartition(".")
     if last in NUMERIC_TYPES and module in NUMERIC_REEXPORTS:
+        return last
+    if module == "cutlass_dsl" and last in CONTROL_REEXPORTS:
         return last
     if q.startswith("cute.arch."):
         return "arch." + q.rsplit(".", 1)[1]
@@ -379,7 +385,22 @@ def _local_lineage(cls: cst.ClassDef, classes: dict) -> list:
 def class_methods(cls: Optional[cst.ClassDef]) -> dict:
     if cls is None:
         return {}
-    return {i.name.value: i for i in cls.body.body if isinstance(i, cst.FunctionDef)}
+    out: dict = {}
+    for i in cls.body.body:
+        if isinstance(i, cst.FunctionDef) and not is_property_accessor(i):
+            out.setdefault(i.name.value, i)
+    return out
+
+
+def is_property_accessor(fn: cst.FunctionDef) -> bool:
+    """`@x.setter` / `@x.deleter`: a second definition of a property's name that is not what
+    reading the attribute runs (cuDNN's MoE scheduler defines `scenario` as a property and a
+    setter; the setter, defined last, made `self.scenario` a bound method)."""
+    for d in fn.decorators:
+        dec = d.decorator
+        if isinstance(dec, cst.Attribute) and dec.attr.value in ("setter", "deleter"):
+            return True
+    return False
 
 
 def self_assignments(cls: Optional[cst.ClassDef]) -> list:

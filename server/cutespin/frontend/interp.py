@@ -24,7 +24,7 @@ import libcst.matchers as cst_matchers
 
 from .. import ir
 from . import pipelines as P
-from .discover import NUMERIC_TYPES, ModuleInfo, canonical, qualify
+from .discover import NUMERIC_TYPES, ModuleInfo, canonical, is_property_accessor, qualify
 from .project import LIBRARY_PIPELINE_PREFIXES, ClassAttr, LibraryName, ModuleConst, UndefinedName, local_class_ref
 from .values import _flatten as _flat
 from .values import (
@@ -191,6 +191,21 @@ def _as_view(v):
     but an index into it is no longer the element offset (element blocks need the allocation's
     own rank-1 layout)."""
     return v.at(flat=False, coord_rank=0) if isinstance(v, Smem) and (v.flat or v.coord_rank) else v
+
+
+def _tile_view(buf, args, kwargs):
+    """`cute.local_tile(buf, tiler, coord)`: a view of the buffer. At a constant coordinate it is
+    one tile (cuDNN's indexer backward: `local_tile(sdK_staging, (64, I), (compute_wg_idx, 0))`,
+    each warp group its own half), which the model does not keep apart from the others: the view
+    records the selection (Smem.sub), so that a race between two tiles of one buffer is reported
+    as possible, not as a counterexample (`_mark_merged_selections`, P16)."""
+    view = _as_view(buf)
+    tiler = args[1] if len(args) > 1 else kwargs.get("tiler")
+    coord = args[2] if len(args) > 2 else kwargs.get("coord")
+    if isinstance(view, Smem) and not view.tmem and isinstance(coord, tuple) and coord \
+            and all(_is_int(c) or c is None for c in _flat(coord)):
+        return view.at(sub=("tile", repr(tiler), coord))
+    return view
 
 
 def _coord_view(buf: Smem, coord: tuple) -> Smem:
@@ -2846,7 +2861,9 @@ class KernelInterp:
         if _view_name(name):
             for v in args:
                 if isinstance(v, (Smem, Gmem, Rmem)):
-                    return self.thread_partition(v, node) if name == "cute.local_partition" else _as_view(v)
+                    if name == "cute.local_partition":
+                        return self.thread_partition(v, node)
+                    return _tile_view(v, args, kwargs) if name == "cute.local_tile" else _as_view(v)
         if name.startswith("cute.") or name.startswith(PURE_PREFIXES) or name in BUILTIN_PURE:
             result = _builtin(name, args)
             if isinstance(result, Unknown) and name in UNIFORM_PURE and not kwargs:
@@ -3625,7 +3642,7 @@ def inherited_methods(info: ModuleInfo, project, methods: dict) -> dict:
 
 
 def class_methods_of(node) -> list:
-    return [i for i in node.body.body if isinstance(i, cst.FunctionDef)]
+    return [i for i in node.body.body if isinstance(i, cst.FunctionDef) and not is_property_accessor(i)]
 
 
 def _module_of(cref: ClassRef, root: ModuleInfo):

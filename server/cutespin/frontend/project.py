@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 import libcst as cst
 
-from .discover import ModuleInfo, discover, qualify
+from .discover import ModuleInfo, discover, is_property_accessor, qualify
 from .values import ClassRef, FuncRef
 
 MAX_MODULES = 48  # sibling modules one check may parse
@@ -330,7 +330,7 @@ class Project:
                 continue
             seen.add(c.qualname)
             for item in c.node.body.body:
-                if isinstance(item, cst.FunctionDef) and item.name.value == name:
+                if isinstance(item, cst.FunctionDef) and item.name.value == name and not is_property_accessor(item):
                     return c, item
             stack = list(c.bases) + stack
         return None
