@@ -129,3 +129,28 @@ def test_accesses_to_two_constant_tiles_of_one_buffer_are_a_possible_race(requir
 def test_accesses_to_one_constant_tile_from_two_warps_stay_a_counterexample(require_spin):
     _, k = check(TILES.replace("(1, 0))", "(0, 0))"))
     assert k.verdict == "counterexample", (k.verdict, k.reason)
+
+
+COLUMN_MAJOR = """\
+smem = cutlass.utils.SmemAllocator()
+info = smem.allocate_tensor(cutlass.Int32, cute.make_layout((4, 2), stride=(1, 4)))
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp == 0:
+    info[(0, 1)] = 5
+if warp == 1:
+    mA[0] = info[(0, 0)]
+"""
+
+
+def test_explicit_default_strides_keep_coordinates_apart(require_spin):
+    # cuDNN's MoE tile-info ring: `make_layout((4, stages), stride=(1, 4))` is the default
+    # column-major layout written out, so `info[(k, stage)]` of two stages are different elements
+    # (it was taken as not compact: the whole buffer, and a write of the next stage raced with a
+    # read of this one).
+    _, k = check(COLUMN_MAJOR)
+    assert k.verdict == "verified", (k.verdict, k.reason)
+
+
+def test_the_same_coordinates_through_explicit_default_strides_still_race(require_spin):
+    _, k = check(COLUMN_MAJOR.replace("info[(0, 1)] = 5", "info[(0, 0)] = 5"))
+    assert k.verdict == "counterexample", (k.verdict, k.reason)

@@ -5602,7 +5602,10 @@ def h_make_layout(it, args, kwargs, node):
         strides = tuple(int(d) for d in stride) if (
             isinstance(shape, tuple) and isinstance(stride, tuple) and len(stride) == len(shape)
             and all(_is_int(s) and not isinstance(s, bool) for s in shape + stride)) else None
-        return Layout(shape, compact=stride is None, strides=strides)
+        # Strides that are the default column-major ones (`make_layout((4, S), stride=(1, 4))`,
+        # cuDNN's MoE tile-info ring) are the same layout as none.
+        return Layout(shape, compact=stride is None or strides is not None and strides == _column_major(shape),
+                      strides=strides)
     dims = tuple(int(s) if _is_int(s) else None for s in shape) if isinstance(shape, tuple) else (None,)
     stride = _kw(args, kwargs, 1, "stride")
     if len(dims) == 1 and stride is not None:
@@ -5613,6 +5616,18 @@ def h_make_layout(it, args, kwargs, node):
 
 
 INJECTIVE_MATRIX = "matrix layout with runtime extents"
+
+
+def _column_major(shape) -> Optional[tuple]:
+    """The strides `make_layout(shape)` gives a flat shape of integers (CuTe's default: compact,
+    column-major), None for a nested one."""
+    if not isinstance(shape, tuple) or not all(_is_int(s) and not isinstance(s, tuple) for s in shape):
+        return None
+    out, step = [], 1
+    for s in shape:
+        out.append(step)
+        step *= int(s)
+    return tuple(out)
 
 
 def _matrix_strides(shape: tuple, stride) -> bool:
