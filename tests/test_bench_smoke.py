@@ -53,3 +53,9 @@ def test_compile_quick(capsys):
 def test_statespace_quick(capsys):
     assert load("statespace").main(["--quick", "--sweeps", "branches"]) == 0
     assert "Runtime branches" in capsys.readouterr().out
+
+
+def test_split_quick(capsys, require_spin):
+    assert load("split").main(["--quick", "--budget", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "| samples/pipeline_uniform_condition_ok.py" in out and "10/10" in out
