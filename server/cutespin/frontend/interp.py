@@ -5719,7 +5719,11 @@ def h_size(it, args, kwargs, node):
         # The size of a uniform value (a kernel argument's shape) is uniform: the same term at every
         # site, so `bidx % cute.size(tiled_mma.thr_id.shape) == 0` is one condition in all warps.
         return Unknown("size of a runtime value", key=_combine("size", str(list(mode or [])), x.key))
-    if isinstance(x, LaneVal) or isinstance(x, tuple) and any(isinstance(e, LaneVal) for e in _flat(x)):
+    if isinstance(x, LaneVal) or isinstance(x, tuple) and any(isinstance(e, LaneVal) for e in _flat(x)) \
+            or mode is None:
+        # Whole sizes stay unkeyed: as uniform terms they bound copy loops that became
+        # configurations of their own and ran the largest kernels past the step budget
+        # (flash-attn-4's FlashAttentionForwardSm80).
         return Unknown("size of a runtime or layout-algebra value")
     # A layout is the same in every thread (a partition differs between threads by its offset,
     # never by its shape), so a size that did not fold is still one value for the whole launch:
