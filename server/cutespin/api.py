@@ -127,6 +127,7 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
     t0 = time.monotonic()
     cut_short = None
     parts = None  # configuration groups checked one at a time, when the whole model is too large
+    notes: list = []  # what the lowering could not express: no verdict is `verified` with one
     try:
         pm = lower(k)
         if len(pm.text) > SPLIT_MODEL_CHARS and len(pm.config_groups) > 1:
@@ -150,6 +151,7 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
             if too_large is not None:
                 reason, cut_short = too_large, "size"
                 break
+            notes += [n for n in part_pm.notes if n not in notes]  # every part's, not only the one kept
             states, transitions, seconds = states + run.states, transitions + run.transitions, seconds + run.seconds
             if run.status == "error":
                 pm = part_pm
@@ -176,8 +178,9 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
             lines = source_lines if f.path == k.path else _file_lines(f.path)
             (suppressed if is_suppressed(f, lines) else kept).append(f)
         findings = kept
-    if pm is not None and pm.notes:
-        reason = reason or "; ".join(pm.notes)
+    notes += [n for n in (pm.notes if pm is not None else []) if n not in notes]
+    if notes:
+        reason = reason or "; ".join(notes)
     if findings and k.unmodeled and not all(f.data.get("static") for f in findings):
         # The model lacks something the kernel does: the counterexample may not be real.
         verdict = "inconclusive"
@@ -276,7 +279,7 @@ def _search(k: ir.KernelModel, pm: Optional[PromelaModel], parts: Optional[list]
             t0 = time.monotonic()
             try:
                 pm = lower(sub)
-            except ModelTooLarge as e:
+            except (ModelTooLarge, TooManyGroups, ValueOutOfRange) as e:
                 yield sub, None, None, f"model too large: {e} (in the configuration {sub.configs[0].describe()})"
                 return
             timings["lower"] = timings.get("lower", 0.0) + time.monotonic() - t0

@@ -72,3 +72,26 @@ def test_a_part_over_the_size_limit_is_inconclusive_and_names_its_configuration(
     kr = api.run_kernel(k, Settings(), api.find_tools("spin", None))
     assert kr.verdict == "inconclusive" and kr.cut_short == "size"
     assert kr.reason.startswith("model too large") and "in the configuration" in kr.reason
+
+
+def test_what_any_part_could_not_express_keeps_the_verdict_from_verified(monkeypatch, require_spin):
+    # A lowering note (a barrier initialised with different counts) makes a kernel inconclusive.
+    # Checked in parts, the note of a later part counts too, not only the model kept for display.
+    real = promela.lower
+    calls = []
+
+    def lower(k):
+        calls.append(len(k.configs))
+        if len(calls) == 1:
+            raise promela.ModelTooLarge("the whole model")
+        pm = real(k)
+        if len(calls) == 3:
+            pm.notes.append("barrier b is initialised with different counts")
+        return pm
+
+    monkeypatch.setattr(api, "lower", lower)
+    monkeypatch.setattr(api, "CACHE", api._ResultCache())
+    path = SAMPLES / "pipeline_uniform_condition_ok.py"
+    kr = api.check_source(path.read_text(), str(path), Settings(), with_fixes=False).kernels[0]
+    assert len(calls) > 3
+    assert kr.verdict == "inconclusive" and "initialised with different counts" in kr.reason, (kr.verdict, kr.reason)

@@ -385,11 +385,9 @@ def _local_lineage(cls: cst.ClassDef, classes: dict) -> list:
 def class_methods(cls: Optional[cst.ClassDef]) -> dict:
     if cls is None:
         return {}
-    out: dict = {}
-    for i in cls.body.body:
-        if isinstance(i, cst.FunctionDef) and not is_property_accessor(i):
-            out.setdefault(i.name.value, i)
-    return out
+    # A later definition of a name replaces an earlier one, as in Python, except a property's
+    # setter or deleter, which leaves the getter what reading the attribute runs.
+    return {i.name.value: i for i in cls.body.body if isinstance(i, cst.FunctionDef) and not is_property_accessor(i)}
 
 
 def is_property_accessor(fn: cst.FunctionDef) -> bool:
