@@ -440,6 +440,22 @@ def _bound_names(info) -> frozenset:
     return frozen
 
 
+def _marks_last_trip(loop, stop: str, step: int) -> bool:
+    """Whether a `for i in range(..., stop, step)` loop's body compares its index with
+    `stop - step` (`if i == n - 2:`), the index of its last trip when the stop is a multiple of
+    the step."""
+    target = getattr(loop, "target", None)
+    if not isinstance(target, cst.Name) or not isinstance(loop, cst.For):
+        return False
+    last = cst_matchers.BinaryOperation(left=cst_matchers.Name(stop), operator=cst_matchers.Subtract(),
+                                        right=cst_matchers.Integer(str(step)))
+    index = cst_matchers.Name(target.value)
+    test = cst_matchers.Comparison(left=index, comparisons=[cst_matchers.ComparisonTarget(
+        operator=cst_matchers.Equal(), comparator=last)]) | cst_matchers.Comparison(
+        left=last, comparisons=[cst_matchers.ComparisonTarget(operator=cst_matchers.Equal(), comparator=index)])
+    return bool(cst_matchers.findall(loop.body, test))
+
+
 def _package_function(module, func, project) -> Optional["FuncRef"]:
     """The package function a called name refers to through the module's imports, or None
     (`project` resolves the analyzed file's package; sibling modules do not carry it)."""
@@ -603,12 +619,15 @@ class _PartialReturn(_Return):
     With `kind` "continue" it is a `continue` under a runtime condition instead: the same, up to
     the end of the loop body (`loop_body`), where every path goes on to the next iteration."""
 
-    def __init__(self, slots: list, values: list, line: int, kind: str = "return"):
+    def __init__(self, slots: list, values: list, line: int, kind: str = "return", facts=None):
         super().__init__(None)
         self.slots = slots
         self.values = values  # return values of the paths that returned
         self.line = line
         self.kind = kind
+        # Uniform conditions whose value every open path shares: after `if total <= 0: exit()`
+        # the rest of the function runs where `total <= 0` is False (and `total > 0` True).
+        self.facts = facts or {}
 
     @property
     def value(self):
@@ -993,6 +1012,8 @@ class KernelInterp:
         self.out = []
         inner = None
         exited = False
+        saved_facts = dict(self.facts)
+        self.facts.update(pr.facts)
         try:
             self.exec_block(rest)
         except _Raises as e:
@@ -1025,6 +1046,7 @@ class KernelInterp:
             # The open paths end this iteration here too.
         finally:
             tail, self.out = self.out, saved
+            self.facts = saved_facts
         inner_slots = inner.slots if inner is not None else []
         if exited:
             for slot in pr.slots:
@@ -1387,14 +1409,17 @@ class KernelInterp:
                 raise _Continue()
             raise _PartialReturn(slots, [], line, kind="continue")
         values = list(returned.values()) + [v for pr in partial.values() for v in pr.values]
+        # Only one side goes on, whole: on every open path the uniform condition has its value.
+        facts = _condition_facts(key, going_on[0] == 0) \
+            if shared is not None and len(going_on) == 1 and not partial and not continued else None
         if kinds == {"exit"}:
             if not slots:
                 raise _Exit()
-            raise _PartialReturn(slots, values, line, kind="exit")
+            raise _PartialReturn(slots, values, line, kind="exit", facts=facts)
         if not slots:
             raise _Return(values[0] if all(_same(v, values[0]) for v in values) else
                           Unknown(f"returned on several sides of the branch at line {line}"))
-        raise _PartialReturn(slots, values, line)
+        raise _PartialReturn(slots, values, line, facts=facts)
 
     def compile_time_side(self, bodies, failed, node, key):
         """A `const_expr` branch one of whose sides the DSL could not trace (NotCompiled): the
@@ -1591,6 +1616,15 @@ class KernelInterp:
                 name = bound_node.left.value
                 self.registry.multiples[name] = math.lcm(self.registry.multiples.get(name, 1), c)
                 self.registry.multiple_sites.setdefault(name, (self.span(node).line, text))
+        if isinstance(bound_node, cst.Name) and _is_int(step) and 1 < step <= MAX_UNROLL and _is_int(start) \
+                and start % step == 0 and _marks_last_trip(node, bound_node.value, step):
+            # `for i in range(0, n, 2): ... if i == n - 2: release()`: the body takes `n - 2` for
+            # the index of the last trip, which it is only when n is a multiple of 2 (the loop
+            # walks gate/up pairs). An odd n would skip the release: a host error, not a
+            # synchronization bug of the kernel (P9, stated with the verdict).
+            name = bound_node.value
+            self.registry.multiples[name] = math.lcm(self.registry.multiples.get(name, 1), step)
+            self.registry.multiple_sites.setdefault(name, (self.span(node).line, self.code(node.iter)))
         first = start if _is_int(start) else 0
         st = step if _is_int(step) and step else 1
         if _positive_stride(step) is not None:
@@ -2620,6 +2654,9 @@ class KernelInterp:
                 return Unknown("comparison of unlike values")
         if isinstance(a, (FlagRead, TryWaitResult)):
             return Unknown("runtime comparison")
+        arms = _compared_select_arms(op, a, b)
+        if arms is not None:
+            return arms
         if isinstance(a, Unknown) or isinstance(b, Unknown):
             return Unknown("runtime comparison", key=_combine("cmp", _op_name(op), _term(a), _term(b)))
         try:
@@ -6492,6 +6529,50 @@ def _term(v):
         # uniform after it.
         return _leaf("gmem", f"{v.name}+{v.offset}{'*' if v.is_ptr else ''}")
     return None
+
+
+_COMPLEMENT = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "eq": "ne", "ne": "eq"}
+_MIRROR = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def _condition_facts(key, value: bool) -> dict:
+    """What knowing uniform condition `key` has `value` tells: the condition itself, and for a
+    comparison of two terms the same comparison written the other ways round (`n <= 0` False is
+    `n > 0` True, `0 < n` True)."""
+    facts = {key: value}
+    if key[0] == "cmp" and len(key) == 5 and key[2] in _COMPLEMENT:
+        _, size, op, a, b = key
+        facts[("cmp", size, _COMPLEMENT[op], a, b)] = not value
+        facts[("cmp", size, _MIRROR[op], b, a)] = value
+        facts[("cmp", size, _MIRROR[_COMPLEMENT[op]], b, a)] = not value
+    return facts
+
+
+def _compared_select_arms(op, a, b):
+    """A constant compared with a select of two constants, `warp_idx == self.bias_warp` with
+    `self.bias_warp = 7 if enable_bias else None`: the comparison holds on the arms it holds on,
+    so it is a constant (warp 3 is never the bias warp) or the select's own condition (warp 7 is
+    it exactly when `enable_bias`). Without this every warp could take the role under an
+    unknown comparison. None where the values are not of that form."""
+    if _is_select_of_constants(a) and _is_literal(b):
+        arms, other, flip = a.key[4:6], b, False
+    elif _is_select_of_constants(b) and _is_literal(a):
+        arms, other, flip = b.key[4:6], a, True
+    else:
+        return None
+    try:
+        hold = [bool(op(other, t[2]) if flip else op(t[2], other)) for t in arms]
+    except TypeError:  # `None < 3`: Python would fail; leave it to the generic comparison
+        return None
+    if hold[0] == hold[1]:
+        return hold[0]
+    cond = (a if flip is False else b).key[3]
+    return Unknown("comparison with a runtime select", key=cond if hold[0] else _negate(cond))
+
+
+def _is_select_of_constants(v) -> bool:
+    return isinstance(v, Unknown) and not isinstance(v, LaneVal) and v.key is not None \
+        and v.key[0] == "select" and v.key[2] == "ifexp" and _literal_leaf(v.key[4]) and _literal_leaf(v.key[5])
 
 
 def _combine(tag: str, name, *terms):

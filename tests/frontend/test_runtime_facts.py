@@ -1,0 +1,124 @@
+"""What the code before a runtime condition already decides about it.
+
+Three idioms of shipped kernels (cuDNN's grouped GEMM with bias) whose conditions the front end
+used to leave open, so that a role ran where it cannot and a release was skipped where it is not:
+
+- a warp id chosen by the host, `self.bias_warp = 7 if enable_bias else None`, compared with the
+  warp index: warp 3 is never the bias warp, and warp 7 is it exactly when `enable_bias`;
+- `if total <= 0: exit()` early in the kernel: below it `total > 0` holds on every open path;
+- `for i in range(0, n, 2): ... if i == n - 2: release()`: the body marks the last trip, which
+  it is only when n is a multiple of 2, so n is taken to be one (stated with the verdict).
+"""
+import textwrap
+
+from cutespin import api, ir
+from cutespin.config import Settings
+from cutespin.frontend import build_models
+
+from ..kernels import async_pipeline, kernel_source
+from .test_uniform_conditions import TEMPLATE
+
+BIAS_WARP = "self.flag = flag\n        self.bias_warp = 1 if flag else None"
+
+
+def model_with_bias_warp(body: str):
+    src = TEMPLATE.replace("self.flag = flag", BIAS_WARP).format(
+        body=textwrap.indent(textwrap.dedent(body), " " * 8))
+    return build_models(src, "k.py", Settings())[0]
+
+
+def accesses(m, warp) -> int:
+    procs = [p for p in m.processes if p.warp == warp]
+    return sum(isinstance(o, ir.Access) for p in procs for v in p.variants for o in ir.walk(v))
+
+
+def test_warp_index_compared_with_a_select_of_warp_ids_holds_in_that_warp_only():
+    m = model_with_bias_warp("""\
+        if warp_idx == self.bias_warp:
+            sBuf[lane] = 1.0
+        """)
+    assert accesses(m, 0) == 0  # neither arm is 0: warp 0 never takes the role
+    assert accesses(m, 1) == 1
+    # In warp 1 the comparison is the host flag itself: the branch shares its value.
+    choice = next(o for p in m.processes if p.warp == 1 for o in ir.walk(p.variants[0]) if isinstance(o, ir.Choice))
+    assert choice.shared is not None
+
+
+def test_select_arms_decide_inequalities_too():
+    m = model_with_bias_warp("""\
+        if self.bias_warp != 5:
+            sBuf[lane] = 1.0
+        """)
+    # 1 != 5 and None != 5: true on both arms, so every warp writes unconditionally.
+    for warp in (0, 1):
+        p = next(p for p in m.processes if p.warp == warp)
+        assert [type(o).__name__ for o in ir.walk(p.variants[0])] == ["Access"]
+
+
+def test_an_early_exit_decides_its_condition_below_it():
+    m = model_with_bias_warp("""\
+        if n <= 0:
+            cute.arch.nvvm.exit()
+        if n > 0:
+            sBuf[lane] = 1.0
+        if 0 < n:
+            sBuf[lane] = 2.0
+        if n <= 0:
+            sBuf[lane] = 3.0
+        """)
+    p = next(p for p in m.processes if p.warp == 0)
+    ops = list(ir.walk(p.variants[0]))
+    # The exit's own branch is the one choice left; the three conditions after it are decided.
+    assert sum(isinstance(o, ir.Choice) for o in ops) == 1
+    assert sum(isinstance(o, ir.Access) for o in ops) == 2
+
+
+def test_a_condition_an_early_exit_does_not_decide_stays_open():
+    m = model_with_bias_warp("""\
+        if n <= 0:
+            cute.arch.nvvm.exit()
+        if n > 4:
+            sBuf[lane] = 1.0
+        """)
+    p = next(p for p in m.processes if p.warp == 0)
+    assert sum(isinstance(o, ir.Choice) for o in ir.walk(p.variants[0])) == 2
+
+
+LAST_PAIR = async_pipeline() + """\
+n = mA.shape[0]
+if warp_idx == 0:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+    pipe.producer_acquire(st)
+    pipe.producer_commit(st)
+    st.advance()
+    pipe.producer_tail(st)
+if warp_idx == 1:
+    cs = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+    pipe.consumer_wait(cs)
+    for i in cutlass.range(0, n, 2, unroll=1):
+        if i == LAST:
+            pipe.consumer_release(cs)
+            cs.advance()
+"""
+
+
+def check(src):
+    return api.check_source(src, "k.py", Settings().with_overrides(verify_fixes=False), with_fixes=False).kernels[0]
+
+
+def test_a_loop_that_marks_its_last_pair_takes_even_bounds():
+    src = kernel_source(LAST_PAIR.replace("LAST", "n - 2"))
+    m = build_models(src, "k.py", Settings())[0]
+    assert {c.trips["n"] for c in m.configs} == {2, 4}
+    assert any("`n` is taken to be a multiple of 2" in a for a in m.assumptions)
+    assert check(src).verdict == "verified"
+
+
+def test_a_comparison_that_is_not_the_last_trip_leaves_odd_bounds_in():
+    # `i == n - 4` is the second-to-last pair: for n = 2 nothing is released (a real deadlock),
+    # and nothing says n is even.
+    src = kernel_source(LAST_PAIR.replace("LAST", "n - 4"))
+    m = build_models(src, "k.py", Settings())[0]
+    assert 1 in {c.trips["n"] for c in m.configs}
+    assert not any("multiple of" in a for a in m.assumptions)
+    assert check(src).verdict == "counterexample"
