@@ -178,3 +178,45 @@ def test_show_promela_gives_the_model_the_check_searched():
     assert shown is not None and r.promela is not None
     assert shown.text == r.promela.text
     assert shown.text.count("proctype P") == 3
+
+
+# Every thread counts its element into a GMEM histogram (cuDNN's flex-attention schedule): relaxed
+# atomics nobody waits on. Which warps added, and in which order, decides nothing.
+HISTOGRAM = """\
+flag = mFlag.iterator
+tidx, _, _ = cute.arch.thread_idx()
+if tidx < mA.shape[0]:
+    cute.arch.atomic_add(flag, 1, sem="relaxed", scope="gpu")
+{wait}
+"""
+SPIN = """\
+bidx, _, _ = cute.arch.block_idx()
+if bidx == 1:
+    while cute.arch.load(flag, cutlass.Int32, sem="acquire", scope="gpu") < 1:
+        pass
+"""
+
+
+def histogram(wait: str = "") -> str:
+    src = kernel_source(HISTOGRAM.format(wait=wait), threads=256, pins="grid=2")
+    return src.replace("def kernel(self, mA: cute.Tensor):", "def kernel(self, mA: cute.Tensor, mFlag: cute.Tensor):")
+
+
+def test_warps_updating_a_flag_nobody_waits_on_are_merged(require_spin):
+    k = model(histogram())
+    assert any(isinstance(o, ir.FlagUpdate) for p in k.processes for v in p.variants for o in ir.walk(v))
+    assert [(f.cta, f.kept) for f in symmetry.families(k)] == [(0, (0, 1)), (1, (0, 1))]
+    r = check(histogram())
+    assert r.verdict == "verified", r.reason
+    assert r.stats["states"] < 1000
+    text = api.promela_for(histogram(), "k.py", Settings(), "K.kernel").text
+    assert "fv[" not in text  # the counter's value is not state
+
+
+def test_warps_updating_a_flag_some_warp_waits_on_are_all_kept():
+    k = model(histogram(SPIN))
+    assert any(isinstance(o, ir.FlagWait) for p in k.processes for v in p.variants for o in ir.walk(v))
+    updaters = {(f.cta, f.warps) for f in symmetry.families(k)}
+    # CTA 0's warps only add: ... but the count CTA 1 waits for depends on how many did.
+    assert all(cta != 0 for cta, _ in updaters)
+    assert "fv[" in api.promela_for(histogram(SPIN), "k.py", Settings(), "K.kernel").text

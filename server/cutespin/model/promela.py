@@ -931,7 +931,10 @@ class Lowering:
         elif isinstance(op, ir.FlagUpdate):
             f = op.flag.index
             amount = op.value * op.arrivals if op.op == "add" else op.value
-            stmts = [f"fv[{f}] = fv[{f}] + {amount}" if op.op == "add" else f"fv[{f}] = {amount}"]
+            # A flag no warp waits on (a histogram's counters): its value decides nothing, and
+            # keeping it would number every order of the updates as its own state.
+            stmts = ["skip"] if f not in self.flag_readers else \
+                [f"fv[{f}] = fv[{f}] + {amount}" if op.op == "add" else f"fv[{f}] = {amount}"]
             if op.release_scope is not None:
                 readers = self.flag_readers.get(f, set())
                 need = max((ir.scope_rank(ir.scope_needed(p.cta, rc, k.cluster_size)) for rc in readers), default=0)
@@ -1173,7 +1176,7 @@ class Lowering:
         L(f"byte kn[{ncl}]; bit kg[{ncl}]; byte kx[{ncl}];", None)
         if self.named:
             L(f"int nn[{len(self.named)}]; bit ng[{len(self.named)}];", None)
-        if self.flag_ids:
+        if self.flag_ids and self.flag_readers:  # values of flags nobody waits on are not kept
             L(f"int fv[{len(self.flag_ids)}];", None)
         for s in range(len(self.tma_slots)):
             L(f"bit tq{s};", None)

@@ -16,7 +16,8 @@ arrivers' single arrive counts (the consumer release of a pipeline whose consume
 consumer warps: each arrives once a phase). The explicit count is lowered by what the warps left
 out give. A barrier that waits for only some of its users, or for arrivals a warp makes in
 different sizes, keeps its members all; so do warps that expect transaction bytes, issue TMA
-loads, initialise barriers or update flags (those counts and values would change).
+loads, initialise barriers or update flags some warp waits on (those counts and values would
+change; a flag nobody waits on, a histogram's counter, decides nothing).
 """
 from __future__ import annotations
 
@@ -97,8 +98,14 @@ def _counted_key(p: ir.Process, op) -> Optional[tuple]:
     return None
 
 
-def _mergeable(p: ir.Process, uses: dict, counts: dict) -> bool:
+def _waited_flags(processes: list) -> set:
+    return {op.flag.index for p in processes for op in _ops(p) if isinstance(op, ir.FlagWait)}
+
+
+def _mergeable(p: ir.Process, uses: dict, counts: dict, waited: frozenset = frozenset()) -> bool:
     for op in _ops(p):
+        if isinstance(op, ir.FlagUpdate) and op.flag.index not in waited:
+            continue  # a flag no warp waits on: how many warps update it changes nothing
         if isinstance(op, COUNTED_OPS):
             return False
         key = _counted_key(p, op)
@@ -114,8 +121,9 @@ def families(k: ir.KernelModel, kept: int = KEPT_PER_FAMILY) -> list:
 
 def _families(k: ir.KernelModel, kept: int, uses: dict, counts: dict) -> list:
     groups: list = []  # [[process index, ...]]
+    waited = frozenset(_waited_flags(k.processes))
     for pi, p in enumerate(k.processes):
-        if not _mergeable(p, uses, counts):
+        if not _mergeable(p, uses, counts, waited):
             continue
         for g in groups:
             q = k.processes[g[0]]
