@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import itertools
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 import libcst as cst
@@ -54,6 +54,10 @@ class KernelEnv:
     # or does not fold (then `block_shape_unknown` says whether y or z may exceed 1).
     block_dims: Optional[tuple] = None
     block_shape_unknown: bool = False
+    # Uniform conditions the modeled launch decides: `self.cluster_shape_mn = (2, 1) if
+    # self.NUM_CTAS == 2 else (1, 1)` given the modeled 1-CTA cluster has `NUM_CTAS == 2` False
+    # (condition term -> value; `pinned_select_facts`).
+    host_facts: dict = field(default_factory=dict)
 
 
 # Larger files are refused: libcst needs about 25 s and 0.5 GB per 500 KB of Python, far more than
@@ -293,6 +297,8 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
         before = dict(self_obj.attrs)
         it = _quiet_interp(info, self_obj, methods, stage_default=_host_stage_default(pins))
         it.no_inline.add(site.node)
+        if name == "__init__":
+            it.host_attribute_versions = {}
         if module is None and forced is not None and _launch_cluster_from_attributes(info, site):
             it.forced_sides = _cluster_sides(info, fn, pins, forced)
         for p in fn.params.params:
@@ -426,10 +432,19 @@ def _key_host_attributes(self_obj: SelfObj):
 
 def _uniform_argument(name: str, v):
     """A kernel argument the front end cannot fold is the same for every thread of the launch:
-    a CTA-uniform leaf (P14)."""
+    a CTA-uniform leaf (P14). One the launcher computes from the host configuration alone
+    (`NUM_CTAS=self.NUM_CTAS`) keeps that value's term: the kernel's own `self.NUM_CTAS`, and
+    what the constructor derived from it (`self.bars = 2 if self.NUM_CTAS == 2 else 0`), are the
+    same value, and a configuration that fixes one fixes the other."""
     if isinstance(v, CtaGroupOp):
         return replace(v, key=I._leaf("arg", name))  # keeps its CTA group (`tiled_mma.thr_id`)
+    if _host_configuration(v):
+        return v
     return Unknown(v.why, key=I._leaf("arg", name)) if isinstance(v, Unknown) else v
+
+
+def _host_configuration(v) -> bool:
+    return type(v) is Unknown and v.key is not None and I.host_term(v.key)
 
 
 def _self_attribute_reads(cls) -> set:
@@ -557,12 +572,18 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
     self_obj = _fold_self(info, site, methods, pins, defaulted, forced) if site.cls is not None else None
     assumptions: list = [f"pin `{k}={v}` ignored: expected a positive integer" for k, v in ignored]
     assumptions += list(dict.fromkeys(forced))
+    host_facts: dict = {}
     if self_obj is not None:
         for attr, val in list(self_obj.attrs.items()):
             hit, pv = _pin_matches(attr, pins)
             if hit and (isinstance(val, Unknown) or attr in pins):
                 self_obj.attrs[attr] = pv
                 assumptions.append(f"self.{attr} = {pv} (pinned)")
+                decided = pinned_select_facts(val, pv)
+                if decided:
+                    host_facts.update(decided)
+                    assumptions.append(f"self.{attr} is chosen by a condition on the host configuration: the "
+                                       f"kernel is checked where that condition gives {pv}")
 
     # Host side: run the launching function quietly to learn the launch shape and arguments.
     launch = info.launches.get(site.qualname)
@@ -617,6 +638,8 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
         if hit:
             v = pv
             assumptions.append(f"{n} = {pv} (pinned)")
+        elif _host_configuration(v):
+            pass  # `NUM_CTAS=self.NUM_CTAS`: the host value, with its term (_uniform_argument)
         elif v is None or isinstance(v, Unknown) and not isinstance(v, CtaGroupOp):
             if p.default is not None:
                 v = _host_eval(_quiet_interp(info, self_obj, methods), p.default)
@@ -671,7 +694,24 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
         block_tie = block_argument = None
     return KernelEnv(self_obj, params, threads, cluster, grid if isinstance(grid, int) else None,
                      stages, pins.get("loop", settings.loop_bound), assumptions, block_tie, block_argument,
-                     block_dims, block_shape_unknown)
+                     block_dims, block_shape_unknown, host_facts)
+
+
+def pinned_select_facts(val, pinned) -> dict:
+    """What pinning a select to one of its arms decides: `(2, 1) if self.NUM_CTAS == 2 else (1, 1)`
+    pinned to the modeled (1, 1) holds only where `self.NUM_CTAS == 2` is False, and the kernel's
+    own `if const_expr(NUM_CTAS == 2)` must take that side too (a 2-CTA path in a 1-CTA model
+    arrives on a peer that is not there). {} when the pin is not exactly one arm."""
+    key = val.key if type(val) is Unknown else None
+    if key is None or key[0] != "select" or key[2] != "ifexp" or len(key) != 6:
+        return {}
+    arm = I._term(pinned)
+    if arm is None or (key[4] == arm) == (key[5] == arm):
+        return {}
+    cond, value = key[3], key[4] == arm
+    while cond[0] == "not":
+        cond, value = cond[3], not value
+    return I._condition_facts(cond, value)
 
 
 def _block_shape(block) -> tuple:
@@ -1806,7 +1846,7 @@ def _warps_reaching_every_branch(info: ModuleInfo, site: KernelSite, env: Kernel
     named barrier of N threads raises it to N threads. The search stops after BLOCK_SEARCH_QUIET
     warps in a row add nothing; it uses a scratch registry,
     so its warps leave no assumptions or unmodeled items behind."""
-    scratch = I.Registry(env.stages, _stage_counts(env.self_obj, env.params))
+    scratch = I.Registry(env.stages, _stage_counts(env.self_obj, env.params), env.host_facts)
     seen: set = set()
     needed, quiet = 1, 0
     threads = 32 * BLOCK_SEARCH_WARPS
@@ -2032,7 +2072,7 @@ def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_c
 def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settings) -> ir.KernelModel:
     env = kernel_env(info, site, settings)
     methods = class_methods(site.cls)
-    registry = I.Registry(env.stages, _stage_counts(env.self_obj, env.params))
+    registry = I.Registry(env.stages, _stage_counts(env.self_obj, env.params), env.host_facts)
     registry.assume("memory-model policies: " + ("strict" if settings.strict else "default (CUTLASS-compatible)"))
     for a in env.assumptions:
         registry.assume(a)

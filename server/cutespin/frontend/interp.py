@@ -603,6 +603,20 @@ def _holds_sync(v) -> bool:
     return isinstance(v, Record) and any(isinstance(x, (Smem,) + SYNC_OBJECTS) for x in v.attrs.values())
 
 
+def _sync_holder_lost(a: dict, b: dict) -> bool:
+    """Whether merging the variables two sides of a branch bound would lose a synchronizing
+    object: one side's value holds one (`_holds_sync`) and the other side's is not the same object
+    nor one of its class that merges attribute by attribute."""
+    for k in a.keys() & b.keys():
+        va, vb = a[k], b[k]
+        if va is vb or not (_holds_sync(va) or _holds_sync(vb)) or _same(va, vb):
+            continue
+        if isinstance(va, Record) and isinstance(vb, Record) and va.cls is vb.cls:
+            continue
+        return True
+    return False
+
+
 def _is_stage_count_local(name: str) -> bool:
     """A local variable holding a ring length: `num_stages`, `n_smem_stages` (not `stage`, an index)."""
     low = name.lower()
@@ -896,6 +910,9 @@ class KernelInterp:
         # side that sets the modeled cluster shape, with the attributes that go with it.
         self.forced_sides: dict = {}
         self.host = False  # interpreting host code (constructor, launcher): see `choice`, Raise
+        # Interpreting the constructor: attribute -> how many unknown values it was assigned (see
+        # `host_attribute`); None elsewhere.
+        self.host_attribute_versions: Optional[dict] = None
         # Depth of long loops checked as one trip at an unknown index: their accesses stand for
         # every trip's (stated), not for an index the model failed to fold (ir.Access.exact).
         self.in_summary = 0
@@ -925,7 +942,9 @@ class KernelInterp:
         # that made none computes the same function in every thread (`uniform_helper_result`).
         self.identity_reads = 0
         self.tiles_executed: dict = {}  # library tile scheduler (its expression) -> advances so far
-        self.facts: dict = {}  # uniform condition term -> value known here (inside its branch or loop)
+        # uniform condition term -> value known here (inside its branch or loop; what the modeled
+        # launch decides, KernelEnv.host_facts, everywhere)
+        self.facts: dict = dict(registry.host_facts)
         self.branch_sides: set = set()  # (site, side) of folded branches this warp ran (block-size search)
         self.helper_memo: dict = {}  # register-only helper calls that emitted nothing -> result
         self.helper_active: set = set()  # register-only helper calls being interpreted
@@ -1199,6 +1218,9 @@ class KernelInterp:
                 # model uses, not an independent unknown (a contradicting configuration).
                 value = self.host_stage_default
                 base.stage_defaults.add(attr)
+            if isinstance(base, SelfObj) and self.host_attribute_versions is not None and type(value) is Unknown \
+                    and value.key is None:
+                value = self.host_attribute(attr, value)
             if isinstance(base, (SelfObj, Record)):
                 base.attrs[attr] = value
         elif isinstance(target, cst.Subscript):
@@ -1260,6 +1282,16 @@ class KernelInterp:
             return
         # A runtime condition: either side may run.
         self.choice([then_body, else_body], node, cond)
+
+    def host_attribute(self, attr: str, value: Unknown) -> Unknown:
+        """An unknown the constructor assigns to `self.attr` (`self.NUM_CTAS = c["NUM_CTAS"]`): the
+        object is built once per launch, so it is one value, named by the attribute at once, so
+        that what the constructor derives from it (`self.bars = 2 if self.NUM_CTAS == 2 else 0`)
+        is a select on it rather than a second, unrelated unknown (P14). A later unknown
+        assigned to the same attribute is another value: it gets a name of its own."""
+        n = self.host_attribute_versions.get(attr, 0) + 1
+        self.host_attribute_versions[attr] = n
+        return Unknown(value.why, key=_leaf("self", attr if n == 1 else f"{attr}#{n}"))
 
     def decided_condition(self, c: Unknown):
         """A uniform condition's value where this configuration fixes it or the enclosing branch
@@ -1383,6 +1415,12 @@ class KernelInterp:
         select = key if shared is not None and len(going_on) == 2 else None
         if select is not None and isinstance(node, cst.If):
             self.registry.branch_sites.setdefault((self.ctx.cta, key), (self.span(node).line, self.code(node.test)))
+        if select is not None and self.ctx.splits is not None and _is_const_expr_test(node) \
+                and _sync_holder_lost(envs[going_on[0]], envs[going_on[1]]):
+            # `if const_expr(STATIC): sched = Static.create() else: sched = Dynamic.create(bars)`:
+            # merged, the scheduler would be unknown and its methods (which signal the consumers)
+            # would not run. A build takes one side: each value is a configuration (P14).
+            self.ctx.splits.setdefault((self.ctx.cta, key), (self.span(node).line, self.code(node.test)))
         self.join_states(node, key, [memos[k] for k in going_on], [envs[k] for k in going_on])
         self.split_on_derived_barrier(node, key, outs)
         self.env = self.merge_envs([envs[k] for k in going_on] or envs, node, select)
@@ -3834,8 +3872,9 @@ def _class_constant(cref: ClassRef, attr: str):
 class Registry:
     """State shared by all warps of one kernel: unmodeled items, assumptions, static findings."""
 
-    def __init__(self, stages, stage_counts=()):
+    def __init__(self, stages, stage_counts=(), host_facts=None):
         self.stages = stages
+        self.host_facts: dict = dict(host_facts or {})  # KernelEnv.host_facts
         # Every ring length the kernel names (`ab_stages = 3`, `epi_stages = 2`): a staged layout's
         # last mode is one of them.
         self.stage_counts: frozenset = frozenset(stage_counts) | ({stages} if _is_int(stages) else set())

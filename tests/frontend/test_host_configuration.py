@@ -1,0 +1,130 @@
+"""Values the host configures once per launch, followed into the kernel (P14).
+
+dist-moe's grouped GEMM sets `self.NUM_CTAS = c["NUM_CTAS"]` from a config dict, derives
+`self.NUM_TILE_CTA_BARS = 2 if self.NUM_CTAS == 2 else 0` and `self.cluster_shape_mn = (2, 1) if
+self.NUM_CTAS == 2 else (1, 1)`, passes `NUM_CTAS=self.NUM_CTAS` to the kernel, and picks its tile
+scheduler with `if const_expr(self.STATIC_SCHEDULER)`. Each of these used to become an unrelated
+unknown (a barrier index "not known", a 2-CTA path checked in a 1-CTA model, a scheduler whose
+methods never ran), so the kernels were unmodeled or showed false deadlocks.
+"""
+from cutespin import ir
+from cutespin.config import Settings
+from cutespin.frontend import build_models
+
+HEADER = """\
+import cutlass
+import cutlass.cute as cute
+
+
+def lookup(name):
+    return CONFIGS[name]
+
+
+class Quiet:
+    def __init__(self):
+        self.bars = None
+
+    @cute.jit
+    def signal(self):
+        pass
+
+
+class Loud:
+    def __init__(self, bars):
+        self.bars = bars
+
+    @cute.jit
+    def signal(self):
+        cute.arch.mbarrier_arrive(self.bars)
+
+
+class K:
+    def __init__(self, name):
+        c = lookup(name)
+        self.n = c["n"]
+        self.slots = 2 if self.n == 2 else 0
+        self.pair = c["pair"]
+        self.cluster_shape_mn = (2, 1) if self.pair == 2 else (1, 1)
+        self.static = c["static"]
+
+    @cute.jit
+    def __call__(self, mA: cute.Tensor):
+        self.kernel(mA, self.n).launch(grid=(1, 1, 1), block=(64, 1, 1), cluster=(*self.cluster_shape_mn, 1))
+
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor, n: cutlass.Constexpr[int]):
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        lane = cute.arch.lane_idx()
+        smem = cutlass.utils.SmemAllocator()
+        sBuf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(64))
+        bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+"""
+
+
+def model(body: str):
+    src = HEADER + "".join("        " + line + "\n" for line in body.splitlines())
+    return build_models(src, "k.py", Settings())[0]
+
+
+def choices(m, warp=0):
+    p = next(p for p in m.processes if p.warp == warp)
+    return [o for v in p.variants for o in ir.walk(v) if isinstance(o, ir.Choice)]
+
+
+def accesses(m, warp=0):
+    p = next(p for p in m.processes if p.warp == warp)
+    return [o for v in p.variants for o in ir.walk(v) if isinstance(o, ir.Access)]
+
+
+def test_what_the_constructor_derives_from_an_unknown_attribute_is_a_select_on_it():
+    # `self.slots > 0` holds exactly where `self.n == 2`: one shared condition, not two.
+    m = model("""\
+if cutlass.const_expr(self.slots > 0):
+    sBuf[lane] = 1.0
+if cutlass.const_expr(self.n == 2):
+    sBuf[lane] = 2.0""")
+    a, b = choices(m)
+    assert a.shared is not None and a.shared == b.shared
+
+
+def test_a_kernel_argument_the_launch_takes_from_the_host_is_that_value():
+    # The launch passes `self.n` as `n`: `n == 2` and `self.n == 2` are one condition.
+    m = model("""\
+if cutlass.const_expr(n == 2):
+    sBuf[lane] = 1.0
+if cutlass.const_expr(self.n == 2):
+    sBuf[lane] = 2.0""")
+    a, b = choices(m)
+    assert a.shared is not None and a.shared == b.shared
+
+
+def test_the_modeled_cluster_decides_the_condition_that_picks_it():
+    # `cluster_shape_mn` pinned to the modeled (1, 1) is the `else` arm: `self.pair == 2` is
+    # False, so the 2-CTA side (a peer arrive) is not checked in the 1-CTA model.
+    m = model("""\
+if cutlass.const_expr(self.pair == 2):
+    cute.arch.mbarrier_arrive(bars, peer_cta_rank_in_cluster=1)
+else:
+    sBuf[lane] = 1.0""")
+    assert not choices(m)
+    p = next(p for p in m.processes if p.warp == 0)
+    assert not any(isinstance(o, ir.MbArrive) for v in p.variants for o in ir.walk(v))
+    assert len(accesses(m)) == 1
+    assert any("cluster_shape_mn is chosen by a condition" in a for a in m.assumptions)
+
+
+def test_objects_a_build_picks_are_checked_one_build_at_a_time():
+    # Merged, `sched` would be unknown and `sched.signal()` (an arrive) would not run at all.
+    m = model("""\
+if cutlass.const_expr(self.static):
+    sched = Quiet()
+else:
+    sched = Loud(bars)
+sched.signal()""")
+    assert len(m.configs) == 2
+    arrives = []
+    p = next(p for p in m.processes if p.warp == 0)
+    for c, v in zip(m.configs, p.variants):
+        static = next(iter(c.conds.values()))
+        arrives.append((static, sum(isinstance(o, ir.MbArrive) for o in ir.walk(v))))
+    assert sorted(arrives) == [(False, 1), (True, 0)]
