@@ -128,3 +128,16 @@ sched.signal()""")
         static = next(iter(c.conds.values()))
         arrives.append((static, sum(isinstance(o, ir.MbArrive) for o in ir.walk(v))))
     assert sorted(arrives) == [(False, 1), (True, 0)]
+
+
+def test_a_synchronizing_method_of_an_object_not_followed_is_reported_not_skipped():
+    # `lookup(...)` is not followed: the object is unknown. Its `signal()` may be `Loud.signal`,
+    # an arrive, so the call is unmodeled (never silently skipped); a method no package class
+    # defines with synchronization (`describe`) stays a plain unknown call.
+    m = model("""\
+sched = lookup("sched")
+sched.describe()
+sched.signal()""")
+    assert [(u.construct, u.why) for u in m.unmodeled] == [
+        (".signal(...)", "method call on an object that could not be resolved; `Loud.signal` in the package "
+                         "synchronizes")]

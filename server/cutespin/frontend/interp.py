@@ -603,6 +603,21 @@ def _holds_sync(v) -> bool:
     return isinstance(v, Record) and any(isinstance(x, (Smem,) + SYNC_OBJECTS) for x in v.attrs.values())
 
 
+def _synchronizing_methods(info: ModuleInfo) -> dict:
+    """Method name -> class name for the methods of the module's classes whose text names
+    synchronization (cached on the module)."""
+    cached = info.derived.get("synchronizing_methods")
+    if cached is not None:
+        return cached
+    found: dict = {}
+    for cls in cst_matchers.findall(info.module, cst_matchers.ClassDef()):
+        for stmt in cls.body.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value not in found and _names_sync(stmt):
+                found[stmt.name.value] = cls.name.value
+    info.derived["synchronizing_methods"] = found
+    return found
+
+
 def _sync_holder_lost(a: dict, b: dict) -> bool:
     """Whether merging the variables two sides of a branch bound would lose a synchronizing
     object: one side's value holds one (`_holds_sync`) and the other side's is not the same object
@@ -1282,6 +1297,17 @@ class KernelInterp:
             return
         # A runtime condition: either side may run.
         self.choice([then_body, else_body], node, cond)
+
+    def synchronizing_package_method(self, meth: str) -> Optional[str]:
+        """The class (of the analyzed file or a package module followed so far) defining a method
+        named `meth` whose text names synchronization, or None."""
+        modules = [self.root_info] + ([m for m in self.project.loaded.values() if m is not None]
+                                      if self.project is not None else [])
+        for mod in modules:
+            found = _synchronizing_methods(mod).get(meth)
+            if found is not None:
+                return found
+        return None
 
     def host_attribute(self, attr: str, value: Unknown) -> Unknown:
         """An unknown the constructor assigns to `self.attr` (`self.NUM_CTAS = c["NUM_CTAS"]`): the
@@ -3100,6 +3126,14 @@ class KernelInterp:
             # Also a pipeline or its state handed to an object we cannot follow (cutlass EFC's
             # `self.efc.kernel.load_tensor_subtiles(i, c_pipeline, state)` commits on it).
             self.unmodeled(node, f".{meth}(...)", "method call on an unknown object receives a barrier or buffer")
+        elif type(base) is Unknown:
+            owner = self.synchronizing_package_method(meth)
+            if owner is not None:
+                # `scheduler.producer_publish_termination(n)` on a scheduler the interpreter lost:
+                # a package class's method of that name synchronizes, so skipping the call could
+                # drop an arrive someone waits for (a false deadlock) or a wait (a missed race).
+                self.unmodeled(node, f".{meth}(...)", f"method call on an object that could not be resolved; "
+                                                     f"`{owner}.{meth}` in the package synchronizes")
         if meth in WORK_TILE_METHODS:
             # The tile a CTA works on is the same for all its threads; the n-th call at one site
             # returns the same tile in every warp (static schedulers step through the grid, CLC
