@@ -122,3 +122,23 @@ def test_a_comparison_that_is_not_the_last_trip_leaves_odd_bounds_in():
     assert 1 in {c.trips["n"] for c in m.configs}
     assert not any("multiple of" in a for a in m.assumptions)
     assert check(src).verdict == "counterexample"
+
+
+def test_a_warp_id_set_on_the_sides_of_a_host_branch_is_decided_per_warp():
+    # `if n > 4: w = 1 else: w = None` leaves a select of the branch's condition, like `1 if n > 4
+    # else None`: warp 0 never matches it, warp 1 exactly where `n > 4`.
+    m = model_with_bias_warp("""\
+        w = None
+        if n > 4:
+            w = 1
+        if warp_idx == w:
+            sBuf[lane] = 1.0
+        """)
+    assert accesses(m, 0) == 0
+    assert accesses(m, 1) == 1
+
+
+def test_the_verdict_says_why_the_bound_is_taken_even():
+    src = kernel_source(LAST_PAIR.replace("LAST", "n - 2"))
+    m = build_models(src, "k.py", Settings())[0]
+    assert any(a.endswith("compares its index with `n - 2`") for a in m.assumptions), m.assumptions

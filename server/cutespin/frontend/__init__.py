@@ -290,6 +290,7 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
     own = {name: (None, fn) for name, fn in methods.items()}
     every = {**{n: (I._module_of(o, info), fn) for n, (o, fn) in inherited.items()}, **own}
     order = ["__init__"] + [m for m in every if m != "__init__"]
+    versions: dict = {}  # attribute -> unknown values the constructor named (KernelInterp.host_attribute)
     for name in order:
         module, fn = every.get(name, (None, None))
         if fn is None or fn is site.node:
@@ -298,7 +299,7 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
         it = _quiet_interp(info, self_obj, methods, stage_default=_host_stage_default(pins))
         it.no_inline.add(site.node)
         if name == "__init__":
-            it.host_attribute_versions = {}
+            it.host_attribute_versions = versions
         if module is None and forced is not None and _launch_cluster_from_attributes(info, site):
             it.forced_sides = _cluster_sides(info, fn, pins, forced)
         for p in fn.params.params:
@@ -328,7 +329,10 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
     device_assigned = {attr for fn in device for attr, _ in self_assignments(fn)}
     for attr, val in self_obj.attrs.items():
         if isinstance(val, Unknown) and val.key is None and attr not in device_assigned:
-            self_obj.attrs[attr] = Unknown(val.why, key=I._leaf("self", attr))
+            # A setup method's new value of an attribute the constructor already named is
+            # another value: a name of its own, so what was derived from the first stays apart.
+            n = versions.get(attr, 0) + 1
+            self_obj.attrs[attr] = Unknown(val.why, key=I._leaf("self", attr if n == 1 else f"{attr}#{n}"))
     # Stage counts a base class in another module sets (`self.num_stages`): unknown here, so that
     # the `stages` pin or the default stage count applies to them like to the class's own.
     for attr in _self_attribute_reads(site.cls):
@@ -703,7 +707,7 @@ def pinned_select_facts(val, pinned) -> dict:
     own `if const_expr(NUM_CTAS == 2)` must take that side too (a 2-CTA path in a 1-CTA model
     arrives on a peer that is not there). {} when the pin is not exactly one arm."""
     key = val.key if type(val) is Unknown else None
-    if key is None or key[0] != "select" or key[2] != "ifexp" or len(key) != 6:
+    if not I.is_select(key):
         return {}
     arm = I._term(pinned)
     if arm is None or (key[4] == arm) == (key[5] == arm):

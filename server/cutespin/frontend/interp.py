@@ -1688,7 +1688,8 @@ class KernelInterp:
             # synchronization bug of the kernel (P9, stated with the verdict).
             name = bound_node.value
             self.registry.multiples[name] = math.lcm(self.registry.multiples.get(name, 1), step)
-            self.registry.multiple_sites.setdefault(name, (self.span(node).line, self.code(node.iter)))
+            self.registry.multiple_sites.setdefault(name, (self.span(node).line, f"{self.code(node.iter)}` and compares "
+                                                                                 f"its index with `{name} - {step}"))
         first = start if _is_int(start) else 0
         st = step if _is_int(step) and step else 1
         if _positive_stride(step) is not None:
@@ -6643,9 +6644,15 @@ def _compared_select_arms(op, a, b):
     return Unknown("comparison with a runtime select", key=cond if hold[0] else _negate(cond))
 
 
+def is_select(key) -> bool:
+    """A select term (`a if c else b`, or a variable the two sides of a uniform branch set
+    differently): ("select", size, how, c, a, b), `a` where c holds (see `_eval_term`)."""
+    return isinstance(key, tuple) and len(key) == 6 and key[0] == "select"
+
+
 def _is_select_of_constants(v) -> bool:
-    return isinstance(v, Unknown) and not isinstance(v, LaneVal) and v.key is not None \
-        and v.key[0] == "select" and v.key[2] == "ifexp" and _literal_leaf(v.key[4]) and _literal_leaf(v.key[5])
+    return isinstance(v, Unknown) and not isinstance(v, LaneVal) and is_select(v.key) \
+        and _literal_leaf(v.key[4]) and _literal_leaf(v.key[5])
 
 
 def _combine(tag: str, name, *terms):
