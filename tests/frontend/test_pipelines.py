@@ -718,3 +718,81 @@ def test_multicast_of_unknown_bytes_that_skips_the_issuing_cta_is_unmodeled():
     m = build_models(src, "k.py", Settings())[0]
     assert [(u.construct, u.why) for u in m.unmodeled] == \
         [("TMA multicast", "the bytes of the destination tile are not known")], m.unmodeled
+
+
+PAIR_MULTICAST_BODY = """\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+buf = smem.allocate_tensor(cutlass.Float16, cute.make_layout(mA.shape), byte_alignment=128)
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+rank = cute.arch.block_idx_in_cluster()
+layout = cute.tiled_divide(cute.make_layout((2, 2, 1)), (tiled_mma.thr_id,))
+mask = cute.nvgpu.cpasync.create_tma_multicast_mask(layout, layout.get_flat_coord(rank), mcast_mode={mode})
+ab = pipeline.PipelineTmaUmma.create(
+    num_stages=1,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 2),
+    tx_count=cute.size_in_bytes(cutlass.Float16, buf.layout) * 4,
+    barrier_storage=bars,
+    cta_layout_vmnk=layout,
+)
+if warp_idx == 0:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 1)
+    ab.producer_acquire(st)
+    cute.copy(tma_atom, mA, buf, tma_bar_ptr=ab.producer_get_barrier(st), mcast_mask=mask)
+    if cute.arch.block_idx()[0] % 2 == 0:
+        cst = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1)
+        ab.consumer_wait(cst)
+        ab.consumer_release(cst)
+cute.arch.cluster_arrive()
+cute.arch.cluster_wait()
+"""
+
+
+def _pair_multicast_source(mode: int) -> str:
+    return f"""\
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+
+
+@cute.kernel
+def kernel(tiled_mma: cute.TiledMma, tma_atom: cute.CopyAtom, mA: cute.Tensor):
+{textwrap.indent(PAIR_MULTICAST_BODY.format(mode=mode), "    ")}
+
+@cute.jit
+def host(a: cute.Tensor):
+{textwrap.indent(PAIR_HOST, "    ")}    kernel(tiled_mma, tma_atom, a).launch(grid=(4, 1, 1), block=(32, 1, 1), cluster=(2, 2, 1))
+"""
+
+
+def test_two_cta_multicast_of_unknown_bytes_counts_the_pair_and_the_group_on_the_leader():
+    # Cluster (2, 2, 1) with 2-CTA pairs: V (the pair) x N. Each CTA multicasts its part of the
+    # tile along N; the pair's two CTAs complete on the leader's barrier. Counted in copies, the
+    # leader's expect is its own copy times the pair (2) times the N group (2).
+    m = build_models(_pair_multicast_source(2), "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    for cta in (0, 2):  # the pair leaders
+        ops = list(ir.walk(next(p for p in m.processes if p.cta == cta and p.warp == 0).variants[0]))
+        assert [o.tx for o in ops if isinstance(o, ir.MbArrive) and o.tx] == [4]
+        own = [o for o in ops if isinstance(o, ir.TmaLoad) and o.bar.cta == cta]
+        assert [(o.pair, o.mcast) for o in own] == [(True, 2)]
+    for cta in (1, 3):  # the peers complete on their leaders' barriers, never their own
+        loads = [o for o in ir.walk(next(p for p in m.processes if p.cta == cta and p.warp == 0).variants[0])
+                 if isinstance(o, ir.TmaLoad)]
+        assert sorted(o.bar.cta for o in loads) == [0, 2] and not any(o.pair for o in loads)
+    assert any(a.startswith("2-CTA TMA: the pair leader's expected bytes on") for a in m.assumptions)
+    assert any(a.startswith("multicast TMA: the expected bytes on") for a in m.assumptions)
+
+
+def test_two_cta_multicast_of_unknown_bytes_is_verified(require_spin):
+    result = api.check_source(_pair_multicast_source(2), "k.py", Settings(verify_fixes=False), with_fixes=False)
+    assert result.kernels[0].verdict == "verified", result.kernels[0].reason
+
+
+def test_two_cta_multicast_to_both_ctas_of_a_pair_is_unmodeled():
+    # Multicast along V: both destinations complete on one leader's barrier, which counting per
+    # copy cannot attribute.
+    m = build_models(_pair_multicast_source(0), "k.py", Settings())[0]
+    assert ("TMA multicast", "the bytes of the destination tile are not known") in [
+        (u.construct, u.why) for u in m.unmodeled], m.unmodeled

@@ -1566,10 +1566,10 @@ def _units_in(ops, unknown_bars, names, pairs, mcasts, pending=None) -> dict:
             expect = next((e for e in reversed(pending) if e.bar.index == op.bar.index), None)
             if expect is not None:
                 entry = counts.setdefault(id(expect), [expect, 0, False])
-                entry[1] += 2 if op.pair else op.mcast
+                entry[1] += (2 if op.pair else 1) * op.mcast
                 if op.pair:
                     pairs.add(op.bar.name)
-                elif op.mcast > 1:
+                if op.mcast > 1:
                     mcasts[op.bar.name] = op.mcast
         elif isinstance(op, ir.Choice):
             before = list(pending)

@@ -5633,7 +5633,11 @@ def _tma_multicast(it, bar: Smem, dst, mask, node, pair=False):
         # receives one unit from each CTA of the group only if every CTA of the group multicasts
         # the same copies to it (the symmetric multicast of a tile split across the cluster):
         # assumed and stated (`_units_in`), and only where the issuing CTA is in its own mask.
-        if not isinstance(dst, Smem) or pair or (it.ctx.cta - base) not in ranks:
+        # A cta_group::2 multicast (the pair's two CTAs each multicast their half along the same
+        # group) completes on the pair leaders' barriers: the leader's counts twice as many units,
+        # which holds only where no two destinations share a leader.
+        shared_leader = pair and len({_pair_leader(it, base + r) for r in ranks}) < len(ranks)
+        if not isinstance(dst, Smem) or shared_leader or (it.ctx.cta - base) not in ranks:
             it.unmodeled(node, "TMA multicast", "the bytes of the destination tile are not known")
             return None
         mcast = len(ranks)
@@ -5641,7 +5645,7 @@ def _tma_multicast(it, bar: Smem, dst, mask, node, pair=False):
         cta = base + r
         at = _pair_leader(it, cta) if pair else cta
         it.emit(RawTmaLoad(it.span(node), bar.at(cta=at, remote=at != it.ctx.cta), dst.at(cta=cta), it.mask,
-                           mcast=mcast))
+                           pair=pair and at == it.ctx.cta, mcast=mcast))
     return None
 
 
