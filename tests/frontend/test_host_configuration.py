@@ -28,6 +28,11 @@ class Quiet:
     def signal(self):
         pass
 
+    @cute.jit
+    def place(self):
+        # Reads where the CTA runs (a `cluster_` name, no synchronization): not a synchronizing method.
+        return cute.arch.cluster_idx(), self.smem_bytes
+
 
 class Loud:
     def __init__(self, bars):
@@ -133,10 +138,12 @@ sched.signal()""")
 def test_a_synchronizing_method_of_an_object_not_followed_is_reported_not_skipped():
     # `lookup(...)` is not followed: the object is unknown. Its `signal()` may be `Loud.signal`,
     # an arrive, so the call is unmodeled (never silently skipped); a method no package class
-    # defines with synchronization (`describe`) stays a plain unknown call.
+    # defines with synchronization (`describe`, `place`: `Quiet.place` only reads the CTA's
+    # cluster index) stays a plain unknown call.
     m = model("""\
 sched = lookup("sched")
 sched.describe()
+sched.place()
 sched.signal()""")
     assert [(u.construct, u.why) for u in m.unmodeled] == [
         (".signal(...)", "method call on an object that could not be resolved; `Loud.signal` in the package "

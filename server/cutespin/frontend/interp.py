@@ -97,6 +97,17 @@ SYNC_TEXT_RE = re.compile(
     r"\bArray\(|\bexit\(|\btrap\b")  # a helper that allocates returns new memory on every call: never memoized
 
 
+# The synchronizing calls of the reference catalogue, as called: what makes a method of a package
+# class one that may synchronize (`_synchronizing_methods`). Narrower than SYNC_TEXT_RE, which
+# also matches what only reads the machine (`cluster_idx`, `smem` in a name) to decide whether a
+# helper can be memoized; an unknown object's method reported unmodeled must be one that could
+# really synchronize.
+SYNC_CALL_RE = re.compile(
+    r"mbarrier_|elect_one|sync_threads|\bbarrier\(|barrier_arrive|cluster_arrive|cluster_wait|fence_|"
+    r"atomic_|\bred\(|tma_bar_ptr|producer_(?:try_)?(?:acquire|commit|tail)|consumer_(?:try_)?(?:wait|release)|"
+    r"NamedBarrier|\.arrive[a-z_]*\(|\.wait[a-z_]*\(|\.sync\(|commit\(|cp_async|pipeline_init_|griddepcontrol|"
+    r"\bexit\(|\btrap\b|\.(?:acquire|release)[a-z_]*\(|tcgen05\.(?:commit|alloc|dealloc)|inline_ptx|inline_asm")
+
 # Whether a function's text names the catalogue, per node (the text of a large helper costs
 # milliseconds to generate, and hot helpers are called tens of thousands of times): id -> (node,
 # answer); the node is kept so that its id is not reused. Bounded: a language server parses a
@@ -612,7 +623,8 @@ def _synchronizing_methods(info: ModuleInfo) -> dict:
     found: dict = {}
     for cls in cst_matchers.findall(info.module, cst_matchers.ClassDef()):
         for stmt in cls.body.body:
-            if isinstance(stmt, cst.FunctionDef) and stmt.name.value not in found and _names_sync(stmt):
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value not in found and SYNC_CALL_RE.search(
+                    cst.Module([]).code_for_node(stmt)):
                 found[stmt.name.value] = cls.name.value
     info.derived["synchronizing_methods"] = found
     return found
