@@ -64,6 +64,26 @@ def test_uniform_condition_advancing_a_state_is_a_configuration():
     assert any("is the same for every thread of the CTA" in a and "mA.shape[0] > 4" in a for a in m.assumptions)
 
 
+def test_a_negated_condition_is_labelled_with_the_value_of_the_source_condition():
+    # `if not (mA.shape[0] > 4)` is split on `mA.shape[0] > 4` with its sides swapped; the label
+    # names the source text, so it shows that text's value: the configuration that advances
+    # twice is the one where the written condition is True.
+    m = build("""\
+        if warp_idx == 0:
+            st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+            if not (mA.shape[0] > 4):
+                pipe.producer_acquire(st)
+                pipe.producer_commit(st)
+                st.advance()
+            pipe.producer_acquire(st)
+            pipe.producer_commit(st)
+        """)
+    p0 = next(p for p in m.processes if p.warp == 0)
+    by_label = {c.describe(): waits(v)[-1] for c, v in zip(m.configs, p0.variants)}
+    assert by_label == {"`not (mA.shape[0] > 4)` (line 29) = True": ("pipe.empty[1]", 1),
+                        "`not (mA.shape[0] > 4)` (line 29) = False": ("pipe.empty[0]", 1)}, by_label
+
+
 def test_condition_that_may_differ_between_warps_leaves_the_state_unknown():
     m = build("""\
         if warp_idx == 0:

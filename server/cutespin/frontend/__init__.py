@@ -1997,11 +1997,13 @@ def _condition_label(k, value, site, registry) -> list:
     """How a configuration shows its value of fixed condition `k`: "`has_x` (line 12) = True";
     a role dispatch on a uniform value (`warp == wn`) by the one warp it holds in, not by one
     True and several False."""
-    line, text = site
+    line, text = site[:2]
     cta = f"CTA {k[0]}: " if k[0] else ""
     parts = I.enum_parts(k[1])
     if parts is not None and (k[0], parts[0]) in registry.warp_terms and parts[2] is True and len(parts[1]) == 1:
         return [f"{cta}`{text}` (line {line}) in warp {next(iter(parts[1]))}"] if value else []
+    if len(site) > 2 and site[2] and isinstance(value, bool):
+        value = not value  # the term is the source condition's negation (`if not c`, `x is not None`)
     return [f"{cta}`{text}` (line {line}) = {value}"]
 
 
@@ -2057,10 +2059,10 @@ def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_c
         good = (configs, runs, dict(registry.unmodeled), list(used))
     configs, runs, _, used = good
     for k in used:
-        line, text = splits[k]
+        line, text = splits[k][:2]
         registry.assume(f"the runtime condition `{text}` (line {line}) is the same for every thread of the CTA "
-                        f"(P14): its sides advance a pipeline state differently, it selects a buffer index or it decides "
-                        f"which warps use a named barrier, "
+                        f"(P14): its sides advance a pipeline state differently, it selects a buffer index, it decides "
+                        f"which warps use a named barrier or it picks the class or function the kernel calls, "
                         f"so each value is checked as a configuration of its own")
     for (cta, term), loop in registry.index_terms.items():
         if any(k[0] == cta and (I.enum_parts(k[1]) or (None,))[0] == term for k in used):
