@@ -376,3 +376,28 @@ inline_ptx("cp.async.bulk.global.shared::cta.bulk_group [$0], [$1], $2;",
         [("sBuf (CTA 0)", "global mA")] * 2
     assert [u.why for u in m.unmodeled] == [
         "`cp.async.bulk.global.shared::cta.bulk_group` whose shared-memory source could not be resolved"]
+
+
+def test_red_with_ordering_qualifiers_is_a_flag_release_at_its_scope():
+    # flash-attn's `red_release`: `red.release.gpu.global.add.s32` (the qualifiers before the
+    # state space) releases at gpu scope; a relaxed `atom` with its scope is a plain update.
+    src = kernel_source("""\
+flag = mFlag.iterator
+bidx, _, _ = cute.arch.block_idx()
+if bidx == 0:
+    inline_ptx("red.release.gpu.global.add.s32 [$0], $1;", read_only_args=[flag, 1])
+else:
+    while cute.arch.load(flag, cutlass.Int32, sem="acquire", scope="gpu") < 1:
+        pass
+""", pins="grid=2").replace("import cutlass\n", "import cutlass\n" + PTX_IMPORT, 1).replace(
+        "def kernel(self, mA: cute.Tensor):", "def kernel(self, mA: cute.Tensor, mFlag: cute.Tensor):")
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    up = next(x for x in ir.walk(next(p for p in m.processes if p.cta == 0).variants[0])
+              if isinstance(x, ir.FlagUpdate))
+    assert (up.release_scope, up.value) == ("gpu", 1)
+    relaxed = build_models(src.replace("red.release.gpu.global.add.s32", "red.relaxed.cta.global.add.s32"),
+                           "k.py", Settings())[0]
+    up = next(x for x in ir.walk(next(p for p in relaxed.processes if p.cta == 0).variants[0])
+              if isinstance(x, ir.FlagUpdate))
+    assert up.release_scope is None

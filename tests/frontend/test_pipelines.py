@@ -796,3 +796,25 @@ def test_two_cta_multicast_to_both_ctas_of_a_pair_is_unmodeled():
     m = build_models(_pair_multicast_source(0), "k.py", Settings())[0]
     assert ("TMA multicast", "the bytes of the destination tile are not known") in [
         (u.construct, u.why) for u in m.unmodeled], m.unmodeled
+
+
+def test_barrier_array_arrive_of_a_clc_fetch_pipeline_is_unmodeled_not_a_crash():
+    # lightmoe's grouped wgrad scheduler: a package override arriving through
+    # `sync_object_empty` of a PipelineClcFetchAsync (no producer/consumer arrival style).
+    from ..kernels import kernel_source
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+pipe = pipeline.PipelineClcFetchAsync.create(
+    num_stages=1,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    tx_count=16,
+    barrier_storage=bars,
+)
+if cute.arch.warp_idx() == 0:
+    pipe.sync_object_empty.arrive(0)
+""")
+    k = build_models(src, "k.py", Settings())[0]
+    assert [(u.construct, u.why) for u in k.unmodeled] == [
+        ("sync_object.arrive", "an arrive through the barrier array of a PipelineClcFetchAsync")], k.unmodeled

@@ -79,3 +79,26 @@ def test_the_class_that_never_signals_deadlocks_in_its_configuration(require_spi
     assert [f.code for f in k.findings] == ["CS101"]
     assert k.findings[0].steps[0].what == \
         "takes the configuration `cutlass.const_expr(mOpt is not None)` (line 24) = False"
+
+
+HOST_OBJECT = SOURCE.replace("def __call__(self, mA: cute.Tensor, mOpt: Optional[cute.Tensor]):",
+                             "def __call__(self, mA: cute.Tensor, varlen_args):")
+PICK_BY_ATTRIBUTE = """\
+        varlen = varlen_args.mCuSeqlens is not None
+        Sched = self.pick(varlen)"""
+PICKER = """
+    def pick(self, varlen):
+        return Loud if varlen else Quiet
+"""
+
+
+def test_a_host_none_test_on_an_unfolded_value_picks_a_class_per_configuration():
+    # quack's `varlen_m = varlen_args.mCuSeqlensM is not None` and `get_scheduler_class`: the test
+    # has one answer per launch, so the class it picks is a configuration, not an unknown object.
+    src = HOST_OBJECT.format(pick=PICK_BY_ATTRIBUTE).replace("    @cute.kernel", PICKER + "\n    @cute.kernel")
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    p = m.processes[0]
+    got = sorted((c.describe(), sum(isinstance(o, ir.MbArrive) for o in ir.walk(v)))
+                 for c, v in zip(m.configs, p.variants))
+    assert got == [("`varlen` (line 30) = False", 0), ("`varlen` (line 30) = True", 1)], got

@@ -2679,7 +2679,9 @@ class KernelInterp:
         left_node = node.left
         for comp in node.comparisons:
             right = self.eval(comp.comparator)
-            r = self.compare(comp.operator, left, right)
+            r = self.host_none_test(left_node, left, comp, right) if self.host else None
+            if r is None:
+                r = self.compare(comp.operator, left, right)
             if isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
                 self.note_index_comparison(left_node, right)
                 self.note_index_comparison(comp.comparator, left)
@@ -2689,6 +2691,23 @@ class KernelInterp:
             result = self.logic_and(result, r)
             left = right
         return result
+
+    def host_none_test(self, left_node, a, comp, b):
+        """`varlen_args.mCuSeqlensM is not None` in host code, on a value the front end could not
+        fold: one answer per launch, named by the tested expression's text, so that what the host
+        derives from it (`Sched = Varlen if varlen_m else Single`) is a select on it (P14). Host
+        code is straight-line per launch, so one text is one value there."""
+        if not isinstance(comp.operator, (cst.Is, cst.IsNot)):
+            return None
+        if b is None and type(a) is Unknown:
+            operand, v = left_node, a
+        elif a is None and type(b) is Unknown:
+            operand, v = comp.comparator, b
+        else:
+            return None
+        key = _leaf("host", f"{self.code(operand)} is None")
+        negated = isinstance(comp.operator, cst.IsNot)
+        return Unknown(f"{self.code(operand)} is None", key=_negate(key) if negated else key)
 
     def note_index_comparison(self, index_node, other) -> None:
         """`subtile_idx == self.release_at` with `subtile_idx` the index of a runtime loop and the
@@ -4832,17 +4851,42 @@ def run_ptx(it, text: str, instructions: list, ins: list, n_out: int, plain: boo
                 (s.path, s.line, construct),
                 ir.Unmodeled(s.line, construct, "the address did not resolve to a kernel argument", s.path))
             continue
-        if head in ("red", "atom") and space in ("global", "shared") and len(parts) > 2 and ptr is not None:
+        atomic = _ptx_atomic_qualifiers(parts) if head in ("red", "atom") and ptr is not None else None
+        if atomic is not None:
+            # `red.release.gpu.global.add.s32 [$0], $1` (flash-attn's `red_release`): the
+            # qualifiers in any order, as PTX writes them (.sem .scope .space .op .type).
             val = ins_here[k + 1] if k + 1 < len(ins_here) else Unknown("value")
-            op = parts[2]
+            op, ordering = atomic
             if head == "red":
-                h_red(it, [ptr, val], {"op": op}, node)
+                h_red(it, [ptr, val], {"op": op, **ordering}, node)
                 continue
             if op in ("add", "exch"):
-                _h_atomic(op)(it, [ptr, val], {}, node)
+                _h_atomic(op)(it, [ptr, val], ordering, node)
                 continue
         it.unmodeled(node, "cute.arch.inline_ptx", f"`{mnemonic.replace(PTX_PLACEHOLDER, '{…}')}` not modeled")
     return result
+
+
+PTX_ATOMIC_OPS = ("add", "exch", "inc", "dec", "min", "max", "and", "or", "xor", "cas")
+
+
+def _ptx_atomic_qualifiers(parts: list):
+    """(op, {"sem": ..., "scope": ...}) of a `red` / `atom` instruction on global or shared
+    memory, or None when its state space or operation is not one of those."""
+    quals = parts[1:]
+    if not any(q in ("global", "shared", "shared::cta") for q in quals):
+        return None
+    op = next((q for q in quals if q in PTX_ATOMIC_OPS), None)
+    if op is None:
+        return None
+    ordering = {}
+    sem = next((q for q in quals if q in ("relaxed", "release", "acquire", "acq_rel")), None)
+    scope = next((q for q in quals if q in ir.SCOPES), None)
+    if sem is not None:
+        ordering["sem"] = sem
+    if scope is not None:
+        ordering["scope"] = scope
+    return op, ordering
 
 
 def _with_registers(ins_text: str, regs: dict, ins: list, n_out: int) -> tuple:

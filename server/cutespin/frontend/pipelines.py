@@ -169,6 +169,10 @@ def mbar_method(it, arr: MbarArray, meth: str, args, kwargs, node):
         # A package override arriving through the library's barrier array in a cluster: the
         # destination CTA mask it passes is not followed (local-only would miss remote arrivals).
         it.unmodeled(node, f"sync_object.{meth}", "arrival with a CTA mask in a cluster is not modeled")
+    elif meth == "arrive" and arr.pipe.kind not in SIDE_STYLES:
+        # PipelineClcFetchAsync / Order / TmaStore arrays: who arrives, and how, is not the
+        # producer-or-consumer pattern of the classes above.
+        it.unmodeled(node, f"sync_object.{meth}", f"an arrive through the barrier array of a {arr.pipe.kind}")
     elif meth == "arrive":
         style = arr.style
         _arrive(it, bar, style, node, pipe_tx(arr.pipe) if style == "tma" else 0)
