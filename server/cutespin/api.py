@@ -223,6 +223,15 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
                   f"the sides the trail shows: their values did not fold, and the compiled kernel keeps one side "
                   f"only; pin the values they depend on (`# cutespin: NAME=VALUE`) to decide")
         _mark_possible(findings, f"only if the compile-time conditions at {where_} take the sides shown")
+    elif findings and k.data_bounds and all(f.kind == "deadlock" for f in findings):
+        # A persistent loop whose tiles one warp computes and hands to the others through shared
+        # memory: the model pairs the two loops' trip counts by their text, not by the tiles
+        # handed over, so the count one side waits for may be one the other never produces.
+        verdict = "inconclusive"
+        where_ = ", ".join(f"`{text}` (line {line})" for text, line in k.data_bounds[:3])
+        reason = (f"a possible deadlock in loops bounded by data another warp hands over: {where_}; the model "
+                  f"pairs their trip counts with the computing warp's, which may not match the tiles handed over")
+        _mark_possible(findings, f"the trip counts of {where_} are paired by assumption")
     elif findings:
         verdict = "counterexample"
     elif suppressed:

@@ -514,6 +514,10 @@ class KernelModel:
     deps: list = field(default_factory=list)
     # The loop bound was chosen (a `loop` pin or the loop-bound setting), not defaulted.
     loop_chosen: bool = False
+    # `while` loops whose bound text some warps compute and others read as data another warp
+    # wrote (text, line of the reading loop): their trip counts are paired by assumption, so a
+    # deadlock found with them is only possible (api).
+    data_bounds: list = field(default_factory=list)
 
 
 def restrict_configs(k: "KernelModel", indices: list) -> "KernelModel":

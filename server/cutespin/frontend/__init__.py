@@ -2265,6 +2265,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
     if env.stages is None and discovered:
         registry.assume(f"no stage count found: runtime loops bounded by {bound}")
     deps = _package_notes(info, registry)
+    data_bounds = _data_bounds(registry)
     return ir.KernelModel(
         name=site.name, qualname=site.qualname, path=path, line=def_span.line, def_span=def_span,
         ctas=ctas, cluster_size=cluster, warps=warps, processes=processes,
@@ -2275,8 +2276,21 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         unmodeled=sorted(registry.unmodeled.values(), key=lambda u: (u.path, u.line, u.construct)),
         bounds=bounds, static_findings=list(registry.statics), strict=settings.strict, deps=deps,
         shared_conditions=list(registry.shared_sites), loop_chosen=env.loop_bound is not None,
-        **_enum_tables(processes, registry),
+        data_bounds=data_bounds, **_enum_tables(processes, registry),
     )
+
+
+def _data_bounds(registry) -> list:
+    """(text, line) of the `while` bounds some warps compute and others read as data, each stated."""
+    found = []
+    for text, sources in registry.bound_sources.items():
+        if True in sources and False in sources:
+            found.append((text, sources[False]))
+            registry.assume(f"the loop `while {text}` is bounded by a value some warps compute (line {sources[True]}) "
+                            f"and others read from memory another warp wrote (line {sources[False]}): one trip count "
+                            f"is taken for both, which may pair counts no launch has (a writer that hands over one "
+                            f"more tile than its loop runs), so a deadlock found with it is only possible")
+    return found
 
 
 def _enum_tables(processes: list, registry) -> dict:
