@@ -256,8 +256,14 @@ def main(argv=None) -> int:
         extra = extra_paths_for(root, roots)
         if extra:
             print(f"{label}: its required packages from {', '.join(extra)}", file=sys.stderr)
+        results = []
         with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            results = list(pool.map(lambda p: run_file(p, args.timeout, extra), files))
+            for result in pool.map(lambda p: run_file(p, args.timeout, extra), files):
+                results.append(result)
+                if args.json:
+                    # Written as each file finishes: an interrupted run keeps the files it checked
+                    # (a package still running is marked so in the JSON, by its label).
+                    args.json.write_text(json.dumps({**dump, f"{label} (partial)": results}, indent=1))
         dump[label] = results
         rows.append(summarize(label, root, results))
         print(f"done: {label} ({len(files)} files)", file=sys.stderr)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -59,3 +60,18 @@ def test_split_quick(capsys, require_spin):
     assert load("split").main(["--quick", "--budget", "10"]) == 0
     out = capsys.readouterr().out
     assert "| samples/pipeline_uniform_condition_ok.py" in out and "10/10" in out
+
+
+def test_corpus_benchmark_checks_a_folder_and_writes_per_kernel_json(tmp_path):
+    # `--cutlass PATH` takes any folder of CuTe DSL files: one sample stands in for the examples.
+    examples = tmp_path / "examples" / "python" / "CuTeDSL"
+    examples.mkdir(parents=True)
+    (examples / "k.py").write_text((ROOT / "samples" / "elected_handoff_race.py").read_text())
+    out = tmp_path / "out.json"
+    assert load("corpus").main(["--only", "none", "--no-download", "--cache", str(tmp_path / "cache"),
+                                "--cutlass", str(tmp_path), "--timeout", "10", "--json", str(out)]) == 0
+    dump = json.loads(out.read_text())
+    assert list(dump) == ["cutlass examples"]  # no package left marked partial
+    [result] = dump["cutlass examples"]
+    assert result["error"] is None
+    assert [k["verdict"] for k in result["kernels"]] == ["counterexample"]
