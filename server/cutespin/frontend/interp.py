@@ -31,7 +31,7 @@ from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, ClassRef, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LambdaRef,
     LaneVal, Layout, LibraryCreate, ModuleGlobals, ModuleRef, NamedBarrierObj, PartialRef, PartialText, Record, Rmem, SelfObj, Smem, Storage,
     SuperRef, TensorMapManagerObj, TmaAtom, TmaInfo, TmemAllocatorObj, CtaGroupOp, TryWaitResult, Unknown, UnresolvedSyncObject, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET,
-    TEXT_HOLE, UniformSelect,
+    TEXT_HOLE,
 )
 
 MBARRIER_MAX = (1 << 20) - 1
@@ -1342,20 +1342,6 @@ class KernelInterp:
             fixed = self.facts.get(key)
         return c if fixed is None else bool(fixed) != negated
 
-    def resolve_select(self, v: UniformSelect):
-        """The class or function a uniform select picks where this configuration (or the branch
-        around) decides its condition; elsewhere unknown, and the condition's values become
-        configurations of their own (P14), in which the uses resolve."""
-        c = self.decided_condition(Unknown("select", key=v.cond))
-        if isinstance(c, bool):
-            return v.arms[0 if c else 1]
-        key, flips = v.cond, v.negated
-        while key[0] == "not":
-            key, flips = key[3], not flips
-        if self.ctx.splits is not None:
-            self.ctx.splits.setdefault((self.ctx.cta, key), (v.line, v.text, flips))
-        return Unknown(f"`{v.arms[0].qualname}` or `{v.arms[1].qualname}`, picked by `{v.text}` (line {v.line})")
-
     def run_if(self, cond, run, node):
         """Run `run()` (handler code) where `cond` holds, as `if cond:` would: per lane for a
         lane-varying value, as a runtime choice for an unknown one."""
@@ -1476,11 +1462,11 @@ class KernelInterp:
             self.ctx.splits.setdefault((self.ctx.cta, key), (self.span(node).line, self.code(node.test), swapped))
         self.join_states(node, key, [memos[k] for k in going_on], [envs[k] for k in going_on], swapped)
         self.split_on_derived_barrier(node, key, outs, swapped)
-        self.env = self.merge_envs([envs[k] for k in going_on] or envs, node, select, swapped)
+        self.env = self.merge_envs([envs[k] for k in going_on] or envs, node, select)
         self.reg_values = _common_entries([regs[k] for k in going_on] or regs)
         if attrs0 is not None:
             # `self.x` set differently on the two branches is unknown afterwards.
-            self.self_obj.attrs = self.merge_envs([attrs[k] for k in going_on] or attrs, node, select, swapped)
+            self.self_obj.attrs = self.merge_envs([attrs[k] for k in going_on] or attrs, node, select)
         # The code after this `if` runs only on the paths that did not return.
         slots = [outs[k] for k in going_on if k not in partial] + [s for pr in partial.values() for s in pr.slots]
         if any(outs) or (returned or partial or continued) and slots:
@@ -1608,7 +1594,7 @@ class KernelInterp:
             self.ctx.splits.setdefault((self.ctx.cta, key), (self.span(node).line, self.code(node.test) if
                                                               isinstance(node, cst.If) else ""))
 
-    def merge_envs(self, envs, node, select=None, negated=False):
+    def merge_envs(self, envs, node, select=None):
         """Variables after a runtime branch: a value both sides agree on stays. A variable first
         bound on only some sides keeps that value: any later use runs only where it is bound
         (elsewhere Python itself would fail), which is how kernels guard configuration-dependent
@@ -1622,10 +1608,10 @@ class KernelInterp:
             if all(v is first for v in vals):  # untouched on every side: most variables
                 merged[k] = first
             else:
-                merged[k] = self.merge_value(vals, node, select if len(vals) == len(envs) else None, negated)
+                merged[k] = self.merge_value(vals, node, select if len(vals) == len(envs) else None)
         return merged
 
-    def merge_value(self, vals, node, select=None, negated=False):
+    def merge_value(self, vals, node, select=None):
         """One variable after a runtime branch: the value every side agrees on; objects of one
         package class merged attribute by attribute (a work tile rebuilt on one side); values
         with uniform terms on the two sides of a uniform condition a select of them; else
@@ -1636,7 +1622,7 @@ class KernelInterp:
         if all(isinstance(v, Record) and v.cls is first.cls for v in vals):
             names = _union_keys([v.attrs for v in vals])
             return Record(first.cls, {a: self.merge_value([v.attrs.get(a, Unknown("unbound")) for v in vals], node,
-                                                          select, negated) for a in names})
+                                                          select) for a in names})
         objects = [v for v in vals if v is not None]
         if _is_const_expr_test(node) and len(objects) < len(vals) and isinstance(objects[0], SYNC_HOLDERS + (Smem,)) \
                 and all(v is objects[0] for v in objects):
@@ -1646,9 +1632,6 @@ class KernelInterp:
             # fails there where it is None, so it keeps the object (as a variable bound on one side
             # does).
             return objects[0]
-        if select is not None and len(vals) == 2 and all(isinstance(v, (ClassRef, FuncRef)) for v in vals):
-            # `if const_expr(varlen): Sched = Varlen` / `else: Sched = Single`: a launch runs one.
-            return UniformSelect(select, tuple(vals), self.span(node).line, self.code(node.test), negated)
         if select is not None and len(vals) == 2:
             terms = [_term(v) for v in vals]
             if None not in terms:
@@ -2366,8 +2349,6 @@ class KernelInterp:
             return LIBRARY_CONSTANTS.get(canonical(q)) or self.ref(q)
         base = self.eval(node.value)
         attr = node.attr.value
-        if isinstance(base, UniformSelect):
-            base = self.resolve_select(base)
         if isinstance(base, SelfObj):
             if attr in base.attrs:
                 return base.attrs[attr]
@@ -2583,8 +2564,6 @@ class KernelInterp:
             return LaneVal(tuple(av[i] if c.vals[i] else bv[i] for i in range(32)))
         if _same(a, b):
             return a
-        if isinstance(c, Unknown) and c.key is not None and all(isinstance(v, (ClassRef, FuncRef)) for v in (a, b)):
-            return UniformSelect(c.key, (a, b), self.span(node).line, self.code(node.test))  # `not`s in the key
         return Unknown("runtime select", key=_combine("select", "ifexp", _term(c), _term(a), _term(b)))
 
     def eval_UnaryOperation(self, node):
@@ -2683,9 +2662,7 @@ class KernelInterp:
         left_node = node.left
         for comp in node.comparisons:
             right = self.eval(comp.comparator)
-            r = self.host_none_test(left_node, left, comp, right) if self.host else None
-            if r is None:
-                r = self.compare(comp.operator, left, right)
+            r = self.compare(comp.operator, left, right)
             if isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
                 self.note_index_comparison(left_node, right)
                 self.note_index_comparison(comp.comparator, left)
@@ -2695,23 +2672,6 @@ class KernelInterp:
             result = self.logic_and(result, r)
             left = right
         return result
-
-    def host_none_test(self, left_node, a, comp, b):
-        """`varlen_args.mCuSeqlensM is not None` in host code, on a value the front end could not
-        fold: one answer per launch, named by the tested expression's text, so that what the host
-        derives from it (`Sched = Varlen if varlen_m else Single`) is a select on it (P14). Host
-        code is straight-line per launch, so one text is one value there."""
-        if not isinstance(comp.operator, (cst.Is, cst.IsNot)):
-            return None
-        if b is None and type(a) is Unknown:
-            operand, v = left_node, a
-        elif a is None and type(b) is Unknown:
-            operand, v = comp.comparator, b
-        else:
-            return None
-        key = _leaf("host", f"{self.code(operand)} is None")
-        negated = isinstance(comp.operator, cst.IsNot)
-        return Unknown(f"{self.code(operand)} is None", key=_negate(key) if negated else key)
 
     def note_index_comparison(self, index_node, other) -> None:
         """`subtile_idx == self.release_at` with `subtile_idx` the index of a runtime loop and the
@@ -2864,10 +2824,8 @@ class KernelInterp:
             if func.attr.value == "__setattr__" and isinstance(func.value, cst.Name) and func.value.value == "object":
                 return self.object_setattr(args, node)
             base = self.eval(func.value)
-            if isinstance(base, UniformSelect):
-                base = self.resolve_select(base)
             meth = func.attr.value
-            if not isinstance(base, (ModuleRef, SelfObj, ClassRef, UniformSelect)):
+            if not isinstance(base, (ModuleRef, SelfObj, ClassRef)):
                 return self.call_method(base, meth, args, kwargs, node)
         if isinstance(func, cst.Name) and func.value == "super" and func.value not in self.env:
             return SuperRef(self.env.get("self", self.self_obj))
@@ -2877,8 +2835,6 @@ class KernelInterp:
     def call_value(self, target, args, kwargs, node, func=None):
         """Call what an expression evaluated to: a helper (inlined), a partial, a lambda, a package
         class, or a library name (its handler)."""
-        if isinstance(target, UniformSelect):
-            target = self.resolve_select(target)
         if isinstance(target, FuncRef):
             return self.inline(target, args, kwargs, node)
         if isinstance(target, PartialRef):

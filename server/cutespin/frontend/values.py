@@ -291,20 +291,6 @@ class ClassRef:
 
 
 @dataclass(frozen=True)
-class UniformSelect:
-    """One of two package classes or functions, picked by a uniform condition the front end could
-    not fold (`Sched = VarlenScheduler if varlen else SingleScheduler` on the host, handed to the
-    kernel as a `Constexpr`). A launch runs one of them: each use decides the condition, and
-    where no configuration fixes it yet, its values become configurations (P14)."""
-
-    cond: Any  # the condition's term: `arms[0]` where it holds
-    arms: tuple
-    line: int
-    text: str  # the source condition, whose value is the term's negated when `negated`
-    negated: bool = False
-
-
-@dataclass(frozen=True)
 class PartialRef:
     """`functools.partial(f, *args, **kwargs)`: called later with the bound arguments first."""
 
