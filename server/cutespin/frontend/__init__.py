@@ -2061,8 +2061,8 @@ def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_c
     for k in used:
         line, text = splits[k][:2]
         registry.assume(f"the runtime condition `{text}` (line {line}) is the same for every thread of the CTA "
-                        f"(P14): its sides advance a pipeline state differently, it selects a buffer index, it decides "
-                        f"which warps use a named barrier or it picks the class or function the kernel calls, "
+                        f"(P14): its sides advance a pipeline state differently, it selects a buffer index or it decides "
+                        f"which warps use a named barrier, "
                         f"so each value is checked as a configuration of its own")
     for (cta, term), loop in registry.index_terms.items():
         if any(k[0] == cta and (I.enum_parts(k[1]) or (None,))[0] == term for k in used):
@@ -2281,15 +2281,17 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
 
 
 def _data_bounds(registry) -> list:
-    """(text, line) of the `while` bounds some warps compute and others read as data, each stated."""
+    """(text, line) of the `while` bounds some warps compute as a uniform term and others do not
+    (they read it as data), each stated."""
     found = []
     for text, sources in registry.bound_sources.items():
         if True in sources and False in sources:
             found.append((text, sources[False]))
-            registry.assume(f"the loop `while {text}` is bounded by a value some warps compute (line {sources[True]}) "
-                            f"and others read from memory another warp wrote (line {sources[False]}): one trip count "
-                            f"is taken for both, which may pair counts no launch has (a writer that hands over one "
-                            f"more tile than its loop runs), so a deadlock found with it is only possible")
+            registry.assume(f"the loop `while {text}` is bounded by a value some warps compute (line "
+                            f"{sources[True]}) and others read as data (line {sources[False]}; e.g. a tile another "
+                            f"warp wrote to shared memory): one trip count is taken for both, which may pair counts "
+                            f"no launch has (a writer that hands over one more tile than its loop runs), so a "
+                            f"deadlock found with it is only possible")
     return found
 
 

@@ -1592,7 +1592,7 @@ class KernelInterp:
         if any(isinstance(op, ir.NamedBarrier) and isinstance(op.threads, DerivedThreads)
                for out in outs for op in ir.walk(out)):
             self.ctx.splits.setdefault((self.ctx.cta, key), (self.span(node).line, self.code(node.test) if
-                                                              isinstance(node, cst.If) else ""))
+                                                              isinstance(node, cst.If) else "", negated))
 
     def merge_envs(self, envs, node, select=None):
         """Variables after a runtime branch: a value both sides agree on stays. A variable first
@@ -2016,8 +2016,8 @@ class KernelInterp:
         # as the condition (`while is_valid:`) is not a count: its trips are not its value.
         text = self.code(stmt.test)
         self.registry.strided_bounds.add(text)
-        # Whether this warp computes the condition (a uniform term) or reads it as data (a tile
-        # another warp wrote to shared memory): see Registry.bound_sources.
+        # Whether this warp computes the condition as a uniform term or not (a tile another warp
+        # wrote to shared memory has none): see Registry.bound_sources.
         computed = isinstance(cond, Unknown) and cond.key is not None
         self.registry.bound_sources.setdefault(text, {}).setdefault(computed, self.span(stmt).line)
         trips = self.trip(text, stmt)
@@ -3965,10 +3965,10 @@ class Registry:
         # Bounds of loops with a runtime step: their names keep their value (see eval_Name).
         self.strided_bounds: set = set()
         # `while` bound text -> {computed: line}: True where a warp computes the condition as a
-        # uniform term (a scheduler warp's `advance_to_next_work()`), False where it reads it as
-        # data (the tile that warp wrote to shared memory). One trip count for both, as the
-        # configurations take it, may pair counts no launch has (the writer puts one more tile,
-        # the sentinel, than its loop runs): frontend `_data_bounds`.
+        # uniform term (a scheduler warp's `advance_to_next_work()`), False where the condition
+        # has no term (the case seen: a tile another warp wrote to shared memory). One trip count
+        # for both, as the configurations take it, may pair counts no launch has (the writer puts
+        # one more tile, the sentinel, than its loop runs): frontend `_data_bounds`.
         self.bound_sources: dict = {}
         # Runtime bounds that a loop divides (`range(k_tile_cnt // 2)` next to `range(k_tile_cnt)`):
         # bound text -> the divisor (their least common multiple). Trip counts of such a bound are
