@@ -148,3 +148,41 @@ sched.signal()""")
     assert [(u.construct, u.why) for u in m.unmodeled] == [
         (".signal(...)", "method call on an object that could not be resolved; `Loud.signal` in the package "
                          "synchronizes")]
+
+
+OWN_METHOD = """\
+import cutlass
+import cutlass.cute as cute
+from elsewhere import make_fragment
+
+
+class Loud:
+    @cute.jit
+    def signal(self, bars):
+        cute.arch.mbarrier_arrive(bars)
+
+
+class K:
+    @cute.jit
+    def load(self, bars):
+        # The producer's method: it waits. Called through `self` only.
+        cute.arch.mbarrier_wait(bars, 0)
+
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor):
+        smem = cutlass.utils.SmemAllocator()
+        bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+        frag = make_fragment(mA)
+        frag.load()
+        frag.signal()
+"""
+
+
+def test_the_kernels_own_methods_do_not_make_an_unknown_objects_call_synchronizing():
+    # `frag.load()` on an object not followed is a tensor's load, not the kernel class's `load`
+    # (cuDNN's sparse-attention `convert` kernels were unmodeled for it); `frag.signal()` may
+    # still be another package class's arrive, so it stays reported.
+    m = build_models(OWN_METHOD, "k.py", Settings())[0]
+    assert [(u.construct, u.why) for u in m.unmodeled] == [
+        (".signal(...)", "method call on an object that could not be resolved; `Loud.signal` in the package "
+                         "synchronizes")]

@@ -615,17 +615,16 @@ def _holds_sync(v) -> bool:
 
 
 def _synchronizing_methods(info: ModuleInfo) -> dict:
-    """Method name -> class name for the methods of the module's classes whose text names
-    synchronization (cached on the module)."""
+    """Method name -> [(class name, method node)] for the methods of the module's classes whose
+    text names synchronization, in source order (cached on the module)."""
     cached = info.derived.get("synchronizing_methods")
     if cached is not None:
         return cached
     found: dict = {}
     for cls in cst_matchers.findall(info.module, cst_matchers.ClassDef()):
         for stmt in cls.body.body:
-            if isinstance(stmt, cst.FunctionDef) and stmt.name.value not in found and SYNC_CALL_RE.search(
-                    cst.Module([]).code_for_node(stmt)):
-                found[stmt.name.value] = cls.name.value
+            if isinstance(stmt, cst.FunctionDef) and SYNC_CALL_RE.search(cst.Module([]).code_for_node(stmt)):
+                found.setdefault(stmt.name.value, []).append((cls.name.value, stmt))
     info.derived["synchronizing_methods"] = found
     return found
 
@@ -952,6 +951,7 @@ class KernelInterp:
         self.depth = 0
         self.active_helpers: list = []  # function nodes being inlined, outermost first
         self.summarized_loops: set = set()  # long memory-only loops checked as one trip
+        self._kernel_class_methods: Optional[set] = None  # see kernel_class_methods
         self.loop_stack: list = []  # the loops being unrolled, innermost last
         self.broken_loops: set = set()  # synchronization-free loops with a runtime `break`
         # Host code only (`_fold_self`, the launcher): the stage count an unfoldable stage-count
@@ -1312,14 +1312,26 @@ class KernelInterp:
 
     def synchronizing_package_method(self, meth: str) -> Optional[str]:
         """The class (of the analyzed file or a package module followed so far) defining a method
-        named `meth` whose text names synchronization, or None."""
+        named `meth` whose text names synchronization, or None. The kernel's own class and its
+        bases do not count: their methods are called through `self`, which the interpreter
+        follows, so an unresolved object's `.load()` (a tensor's) is not the kernel's producer
+        method `load` (cuDNN's sparse-attention `convert` / `sum_OdO` kernels)."""
         modules = [self.root_info] + ([m for m in self.project.loaded.values() if m is not None]
                                       if self.project is not None else [])
+        own = self.kernel_class_methods()
         for mod in modules:
-            found = _synchronizing_methods(mod).get(meth)
-            if found is not None:
-                return found
+            for owner, fn in _synchronizing_methods(mod).get(meth, ()):
+                if id(fn) not in own:
+                    return owner
         return None
+
+    def kernel_class_methods(self) -> set:
+        """ids of the method nodes of the kernel's class and of the package classes it derives from."""
+        if self._kernel_class_methods is None:
+            fns = list(self.methods.values()) + [fn for _, fn in inherited_methods(
+                self.root_info, self.root_info.project, self.methods).values()]
+            self._kernel_class_methods = {id(fn) for fn in fns}
+        return self._kernel_class_methods
 
     def host_attribute(self, attr: str, value: Unknown) -> Unknown:
         """An unknown the constructor assigns to `self.attr` (`self.NUM_CTAS = c["NUM_CTAS"]`): the
