@@ -214,6 +214,43 @@ def test_a_long_loop_that_synchronizes_stays_unmodeled(require_spin):
     assert k.verdict == "inconclusive" and any("1024 iterations" in u.why for u in k.unmodeled)
 
 
+POINTER_SCAN = """\
+sp = sBuf.iterator
+if warp_idx == 0:
+    acc = 0.0
+    for t in cutlass.range(1024):
+        x = (sp + t % 32).load()
+        (sp + t % 32).store(acc)
+        acc = acc + x
+cute.arch.sync_threads()
+if warp_idx == 1:
+    mA[lane] = sBuf[lane]
+"""
+
+
+def test_a_long_loop_through_a_pointer_bound_before_it_is_one_trip(require_spin):
+    # cuDNN's block scan: `x = (sp + t).load(); (sp + t).store(acc)` over 1024 entries, `sp`
+    # bound before the loop. Methods of that data (and of arithmetic on it) are plain code.
+    k = check(source(POINTER_SCAN))
+    assert k.verdict == "verified" and not k.unmodeled, (k.verdict, k.reason)
+    assert any("1024 trips" in a and "one trip at an unknown index" in a for a in k.assumptions)
+    # Without the barrier the scan's writes (one trip at an unknown index stands for every
+    # element) meet warp 1's reads: a race, possible because the element is not known.
+    racy = check(source(POINTER_SCAN.replace("cute.arch.sync_threads()\n", "")))
+    assert racy.verdict == "inconclusive" and {f.code for f in racy.findings} == {"CS201"}
+    assert "possible data race" in racy.reason
+
+
+def test_a_long_loop_calling_a_method_of_a_pipeline_state_stays_unmodeled(require_spin):
+    # `state.advance()` once is not `state.advance()` 1024 times: a state is no plain data.
+    k = check(source("""\
+        state = cutlass.pipeline.make_pipeline_state(cutlass.pipeline.PipelineUserType.Producer, 2)
+        for t in cutlass.range(1024):
+            state.advance()
+        """))
+    assert k.verdict == "inconclusive" and any("1024 iterations" in u.why for u in k.unmodeled)
+
+
 # ---------------------------------------------------------------- SimpleNamespace bundles
 def test_buffers_bundled_in_a_simple_namespace_are_followed(require_spin):
     # flash-attn-4 passes shared-memory views to helpers in a `SimpleNamespace`.

@@ -302,15 +302,18 @@ def _only_unknowns(args, kwargs, tmem_registers=frozenset()) -> bool:
     return all(unknownish(v) for v in list(args) + list(kwargs.values()))
 
 
-def _calls_only_plain_code(node, module, depth: int = 0, _active: Optional[set] = None, project=None) -> bool:
+def _calls_only_plain_code(node, module, depth: int = 0, _active: Optional[set] = None, project=None,
+                           is_data: Optional[Callable] = None) -> bool:
     """The function's text names no synchronization or memory operation, and every function it
     calls is a library one (cute, cutlass, math, MLIR builders) or a function of the same module
     or, through its imports, of the package that passes the same test (a few levels deep). A
-    function calling itself (a recursive sort) is plain if the rest of it is."""
+    function calling itself (a recursive sort) is plain if the rest of it is. `is_data(name)`,
+    given for a loop body, tells which names bound outside it hold plain data (tensors, pointers,
+    numbers): methods of expressions over those (`(sp + t).load()`) are plain too."""
     active = set() if _active is None else _active
     if id(node) in active:
         return True
-    cache = getattr(module, "_plain_code", None) if module is not None else None
+    cache = getattr(module, "_plain_code", None) if module is not None and is_data is None else None
     if cache is None and module is not None:
         cache = {}
         try:
@@ -326,6 +329,9 @@ def _calls_only_plain_code(node, module, depth: int = 0, _active: Optional[set] 
         params, assigned = _local_names(node)
         for call in _calls_in(node):
             func = call.func
+            receiver = _value_names(func.value) if is_data is not None and isinstance(func, cst.Attribute) else None
+            if receiver is not None and all(n in params | assigned or is_data(n) for n in receiver):
+                continue  # a method of data bound outside the loop, or of an expression over it
             root = func
             while isinstance(root, cst.Attribute):
                 root = root.value
@@ -351,6 +357,31 @@ def _calls_only_plain_code(node, module, depth: int = 0, _active: Optional[set] 
         # reached through that caller: kept only for the outermost function.
         cache[id(node)] = ok
     return ok
+
+
+def _value_names(expr) -> Optional[set]:
+    """The names an expression computes its value from (`(sp + t)` -> {sp, t}; attribute names and
+    called functions' names excluded), or None when it calls anything or is not an expression of
+    names, numbers, arithmetic, subscripts and attributes."""
+    if isinstance(expr, cst.Name):
+        return {expr.value}
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return set()
+    if isinstance(expr, cst.Attribute):
+        return _value_names(expr.value)
+    if isinstance(expr, cst.BinaryOperation):
+        left, right = _value_names(expr.left), _value_names(expr.right)
+        return None if left is None or right is None else left | right
+    if isinstance(expr, cst.Subscript):
+        names = _value_names(expr.value)
+        for el in expr.slice:
+            idx = el.slice.value if isinstance(el.slice, cst.Index) else None
+            sub = _value_names(idx) if idx is not None else None
+            if names is None or sub is None:
+                return None
+            names |= sub
+        return names
+    return None
 
 
 def _loads_and_stores_only(ops) -> bool:
@@ -1811,9 +1842,17 @@ class KernelInterp:
             self.reg_values = {}
 
     def summarizable(self, node) -> bool:
-        """A `for` loop whose body names no synchronization and calls only plain code."""
+        """A `for` loop whose body names no synchronization and calls only plain code: library
+        functions, plain package helpers, and methods of the data it reads and writes (cuDNN's
+        block scan: `x = (sp + t).load(); (sp + t).store(acc)` over 1024 entries)."""
         return (isinstance(node, cst.For) and not _names_sync(node)
-                and _calls_only_plain_code(node, self.info, project=self.root_info.project))
+                and _calls_only_plain_code(node, self.info, project=self.root_info.project, is_data=self.holds_data))
+
+    def holds_data(self, name: str) -> bool:
+        """A variable whose value is plain data: a tensor or pointer, a number, or a value the
+        interpreter does not know (no object whose methods could synchronize or keep state)."""
+        v = self.env.get(name)
+        return isinstance(v, (Smem, Gmem, Rmem, LaneVal, int, float)) or type(v) is Unknown
 
     def trip(self, text: str, node) -> int:
         if text not in self.ctx.discovered:
