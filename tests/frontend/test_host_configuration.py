@@ -186,3 +186,46 @@ def test_the_kernels_own_methods_do_not_make_an_unknown_objects_call_synchronizi
     assert [(u.construct, u.why) for u in m.unmodeled] == [
         (".signal(...)", "method call on an object that could not be resolved; `Loud.signal` in the package "
                          "synchronizes")]
+
+
+PHASE_REGISTER = """\
+import cutlass
+import cutlass.cute as cute
+
+
+class K:
+    def __init__(self, deterministic):
+        self.deterministic = deterministic
+
+    @cute.jit
+    def cta_sync(self, bar, sync_phase):
+        # cuDNN's top-k: a tracked mbarrier in deterministic mode, a plain barrier otherwise.
+        if cutlass.const_expr(self.deterministic):
+            phase = sync_phase[0]
+            cute.arch.mbarrier_arrive(bar)
+            cute.arch.mbarrier_wait(bar, phase)
+            sync_phase[0] = phase ^ cutlass.Int32(1)
+        else:
+            cute.arch.barrier()
+
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor):
+        smem = cutlass.utils.SmemAllocator()
+        bar = smem.allocate_array(cutlass.Int64, num_elems=1)
+        sync_phase = cute.make_rmem_tensor((1,), cutlass.Int32)
+        sync_phase[0] = 0
+        self.cta_sync(bar, sync_phase)
+        self.cta_sync(bar, sync_phase)
+"""
+
+
+def test_a_phase_register_a_uniform_branch_flips_is_known_in_each_configuration():
+    # The helper's store into the register is interpreted (not forgotten at the call), and the
+    # two sides of `const_expr(self.deterministic)` leave different phases: each value is a
+    # configuration of its own, in which the second wait's parity is known (1).
+    m = build_models(PHASE_REGISTER, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    assert len(m.configs) == 2
+    p = next(p for p in m.processes if p.warp == 0)
+    parities = sorted([o.parity for o in ir.walk(v) if isinstance(o, ir.MbWait)] for v in p.variants)
+    assert parities == [[], [0, 1]]

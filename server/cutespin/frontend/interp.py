@@ -983,6 +983,9 @@ class KernelInterp:
         self.active_helpers: list = []  # function nodes being inlined, outermost first
         self.summarized_loops: set = set()  # long memory-only loops checked as one trip
         self._kernel_class_methods: Optional[set] = None  # see kernel_class_methods
+        # Register tensor key -> (cta, uniform term, line, text, negated) of the uniform branch
+        # whose sides left it holding different numbers (note_lost_registers).
+        self.lost_registers: dict = {}
         self.loop_stack: list = []  # the loops being unrolled, innermost last
         self.broken_loops: set = set()  # synchronization-free loops with a runtime `break`
         # Host code only (`_fold_self`, the launcher): the stage count an unfoldable stage-count
@@ -1507,6 +1510,8 @@ class KernelInterp:
         self.split_on_derived_barrier(node, key, outs, swapped)
         self.env = self.merge_envs([envs[k] for k in going_on] or envs, node, select)
         self.reg_values = _common_entries([regs[k] for k in going_on] or regs)
+        if select is not None:
+            self.note_lost_registers([regs[k] for k in going_on], node, key, swapped)
         if attrs0 is not None:
             # `self.x` set differently on the two branches is unknown afterwards.
             self.self_obj.attrs = self.merge_envs([attrs[k] for k in going_on] or attrs, node, select)
@@ -2555,6 +2560,8 @@ class KernelInterp:
             idx = self.eval_index(node)
             if all(_is_int(x) for x in (idx if isinstance(idx, tuple) else (idx,))):
                 self.read_registers(base, node)
+                if base.key not in self.reg_values:
+                    self.read_lost_register(base.key)
                 return self.reg_values.get(base.key, Unknown("register value"))
             return base
         if isinstance(base, (Smem, Gmem)):
@@ -2868,8 +2875,6 @@ class KernelInterp:
                 kwargs[a.keyword.value] = v
             else:
                 args.append(v)
-        if self.reg_values:
-            self.forget_registers(list(args) + list(kwargs.values()))
         # Method calls on values we model.
         if isinstance(func, cst.Attribute) and self.qualify(func) is None:
             if func.attr.value == "__setattr__" and isinstance(func.value, cst.Name) and func.value.value == "object":
@@ -2877,6 +2882,8 @@ class KernelInterp:
             base = self.eval(func.value)
             meth = func.attr.value
             if not isinstance(base, (ModuleRef, SelfObj, ClassRef)):
+                if self.reg_values:
+                    self.forget_registers(list(args) + list(kwargs.values()))
                 return self.call_method(base, meth, args, kwargs, node)
         if isinstance(func, cst.Name) and func.value == "super" and func.value not in self.env:
             return SuperRef(self.env.get("self", self.self_obj))
@@ -2886,6 +2893,8 @@ class KernelInterp:
     def call_value(self, target, args, kwargs, node, func=None):
         """Call what an expression evaluated to: a helper (inlined), a partial, a lambda, a package
         class, or a library name (its handler)."""
+        if self.reg_values and not self.interprets(target, args, kwargs):
+            self.forget_registers(list(args) + list(kwargs.values()))
         if isinstance(target, FuncRef):
             return self.inline(target, args, kwargs, node)
         if isinstance(target, PartialRef):
@@ -2926,6 +2935,15 @@ class KernelInterp:
         if handler is not None:
             return handler(self, args, kwargs, node)
         return self.unknown_call(name, args, kwargs, node)
+
+    @staticmethod
+    def interprets(target, args, kwargs) -> bool:
+        """Whether calling `target` interprets its body statement by statement, so that what it
+        stores into a register tensor argument is tracked (a lambda, a helper that is not memoized;
+        a partial is decided when its function is called). Any other call may write the register
+        tensors it is given: their values are forgotten."""
+        return isinstance(target, (LambdaRef, PartialRef)) or \
+            isinstance(target, FuncRef) and not _plain_helper(target, args, kwargs)
 
     def struct_view(self, args, node):
         """`SharedStorage(storage)`: a `@cute.struct` laid over shared memory allocated by size."""
@@ -3424,10 +3442,29 @@ class KernelInterp:
                               coord_rank=len(shape) if len(shape) >= 2 and layout.compact else 0)
         return buf
 
+    def note_lost_registers(self, regs: list, node, key, negated: bool) -> None:
+        """One-element register tensors the two sides of a uniform condition left holding
+        different numbers (cuDNN's top-k `cta_sync` flips a phase bit in `sync_phase[0]`, called
+        a different number of times on the two sides of `if const_expr(use_bitmap)`): unknown
+        after the branch, and a read of one (`read_lost_register`) makes each side of the
+        condition a configuration of its own, in which the value is known."""
+        for reg in _union_keys(regs):
+            vals = [r.get(reg) for r in regs]
+            if all(_is_int(v) for v in vals) and not all(v == vals[0] for v in vals):
+                self.lost_registers[reg] = (self.ctx.cta, key, self.span(node).line,
+                                            self.code(node.test) if isinstance(node, cst.If) else "", negated)
+
+    def read_lost_register(self, reg) -> None:
+        lost = self.lost_registers.get(reg)
+        if lost is not None and self.ctx.splits is not None:
+            cta, key, line, text, negated = lost
+            self.ctx.splits.setdefault((cta, key), (line, text, negated))
+
     def store_register(self, base: Rmem, target: cst.Subscript, value) -> None:
         """`r[i] = value`: a one-element tensor holds `value` (any index names its one element);
         other register tensors keep no values."""
         # Stored by every lane: a store by some lanes (`with elect_one():`) leaves the others' values.
+        self.lost_registers.pop(base.key, None)
         if base.single and self.mask == FULL_MASK and (value is None or isinstance(value, (bool, int, float, Unknown))):
             self.reg_values[base.key] = value
         else:
