@@ -818,3 +818,44 @@ if cute.arch.warp_idx() == 0:
     k = build_models(src, "k.py", Settings())[0]
     assert [(u.construct, u.why) for u in k.unmodeled] == [
         ("sync_object.arrive", "an arrive through the barrier array of a PipelineClcFetchAsync")], k.unmodeled
+
+
+TMA_INFO_ARGUMENT = """\
+import cutlass
+import cutlass.cute as cute
+from cutlass import pipeline
+from cutlass.pipeline import Agent, CooperativeGroup
+
+
+@cute.kernel
+def k(tma_k: cute.nvgpu.cpasync.TmaInfo, mK: cute.Tensor, sK: cute.Tensor):
+    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    smem = cutlass.utils.SmemAllocator()
+    # cuDNN's QSA forward: the ring's stage count is the last mode of the atom's SMEM layout.
+    k_stages = tma_k.smem_layout.shape[-1]
+    k_pipe_ptr = smem.allocate_array(cutlass.Int64, k_stages * 2)
+    producer, consumer = pipeline.PipelineTmaUmma.create(
+        barrier_storage=k_pipe_ptr, num_stages=k_stages, producer_group=CooperativeGroup(Agent.Thread),
+        consumer_group=CooperativeGroup(Agent.Thread), tx_count=128).make_participants()
+    if warp_idx == 0:
+        for i in cutlass.range(4):
+            h = producer.acquire_and_advance()
+            cute.copy(tma_k.atom, mK, sK, tma_bar_ptr=h.barrier)
+    if warp_idx == 1:
+        for i in cutlass.range(4):
+            h = consumer.wait_and_advance()
+            h.release()
+"""
+
+
+def test_a_tma_info_argument_is_a_tma_atom_whose_smem_layout_is_host_configuration():
+    # Its `smem_layout` is built on the host: the stage count read from it takes the default
+    # stage count (stated, pinnable) instead of leaving the pipeline unmodeled, and `.atom` is a
+    # TMA atom completing bytes on the handle's barrier.
+    m = build_models(TMA_INFO_ARGUMENT, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    assert any("stage count of PipelineTmaUmma.create is not known" in a and "assumed 2 stages" in a
+               for a in m.assumptions)
+    producer = next(p for p in m.processes if p.warp == 0)
+    loads = [o for o in ir.walk(producer.variants[0]) if isinstance(o, ir.TmaLoad)]
+    assert [o.bar.name for o in loads] == ["pipeline.full (CTA 0)", "pipeline.full[1] (CTA 0)"] * 2

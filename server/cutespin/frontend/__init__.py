@@ -18,7 +18,7 @@ from . import interp as I
 from .discover import KernelSite, ModuleInfo, class_methods, discover, self_assignments
 from .project import Project
 from .values import (FULL_MASK, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET, CtaGroupOp, Gmem, ModuleRef, SelfObj, Smem,
-                     TmaAtom, Unknown)
+                     TmaAtom, TmaInfo, Unknown)
 
 DEFAULT_LOOP_BOUND = 3
 # The default bound 2 x stages + 1 is capped here: the model of a runtime loop holds one copy of
@@ -537,6 +537,10 @@ def _param_default(param: cst.Param, ann: str, name: str):
         return Gmem(name, optional=_optional_annotation(ann))
     if "CopyAtom" in ann or "tma" in name.lower() and "atom" in name.lower():
         return TmaAtom(name) if "tma" in name.lower() else Unknown(f"copy atom {name}")
+    if ann.endswith("TmaInfo"):
+        # `tma_k: cpasync.TmaInfo`, built on the host by make_tiled_tma_atom_A/B: its atom is a
+        # TMA atom, and its `smem_layout` a host configuration value (KernelInterp.eval_Attribute).
+        return TmaInfo((TmaAtom(name), Unknown("TMA tensor")))
     return Unknown(f"host argument {name}")
 
 

@@ -2472,6 +2472,11 @@ class KernelInterp:
             return P.attribute(base, attr)
         if isinstance(base, TmaInfo) and attr in ("atom", "tma_tensor"):
             return base[0] if attr == "atom" else base[1]
+        if isinstance(base, TmaInfo) and attr == "smem_layout":
+            # The shared-memory layout the host built the atom for: static, chosen by the host
+            # configuration (a ring's stage count is its last mode: `tma_k.smem_layout.shape[-1]`),
+            # so a host term, which a stage count defaults from (pipelines.stage_count), stated.
+            return Unknown(f"shared-memory layout of {base[0].name}", key=_leaf("host", f"{base[0].name}.smem_layout"))
         if isinstance(base, CtaGroupOp) and attr == "thr_id":
             return Layout(base.ctas)  # the MMA's CTA layout: (2) for a 2-CTA pair
         if isinstance(base, Unknown):
