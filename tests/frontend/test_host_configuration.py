@@ -229,3 +229,78 @@ def test_a_phase_register_a_uniform_branch_flips_is_known_in_each_configuration(
     p = next(p for p in m.processes if p.warp == 0)
     parities = sorted([o.parity for o in ir.walk(v) if isinstance(o, ir.MbWait)] for v in p.variants)
     assert parities == [[], [0, 1]]
+
+
+OPTIONAL_CONSUMER_WARP = """\
+import cutlass
+import cutlass.cute as cute
+from cutlass import pipeline
+
+
+class K:
+    def __init__(self, enable_bias, consumer_threads):
+        self.enable_bias = enable_bias
+        self.consumer_threads = consumer_threads  # counts the bias warp only when it is there
+
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor):
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        smem = cutlass.utils.SmemAllocator()
+        bars = smem.allocate_array(cutlass.Int64, num_elems=4)
+        pipe = pipeline.PipelineAsync.create(
+            num_stages=2, barrier_storage=bars,
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_threads))
+        if warp_idx == 0:
+            st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+            for i in cutlass.range(3):
+                pipe.producer_acquire(st)
+                pipe.producer_commit(st)
+                st.advance()
+            pipe.producer_tail(st)
+        if warp_idx == 1:
+            st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+            for i in cutlass.range(3):
+                pipe.consumer_wait(st)
+                pipe.consumer_release(st)
+                st.advance()
+        if cutlass.const_expr(self.enable_bias):
+            if warp_idx == 2:
+                st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+                for i in cutlass.range(3):
+                    pipe.consumer_wait(st)
+                    pipe.consumer_release(st)
+                    st.advance()
+"""
+
+
+def test_an_arrival_count_derived_from_the_arrivals_is_per_configuration():
+    # cuDNN's MoE grouped GEMMs: the bias-load warp consumes the tile pipeline only in the build
+    # with bias, and the consumer group's size counts it only there. Counted in every
+    # configuration, the build without bias waited for it at producer_tail: a false deadlock.
+    from cutespin import api
+    m = build_models(OPTIONAL_CONSUMER_WARP, "k.py", Settings())[0]
+    assert len(m.configs) == 2
+    counts = {}
+    for c, variant in zip(m.configs, next(p for p in m.processes if p.warp == 0).variants):
+        bias = next(iter(c.conds.values()))
+        counts[bias] = sorted({o.count for o in ir.walk(variant) if isinstance(o, ir.MbInit) and "empty" in o.bar.name})
+    assert counts == {True: [64], False: [32]}
+    fr = api.check_source(OPTIONAL_CONSUMER_WARP, "k.py", Settings(verify_fixes=False), with_fixes=False)
+    assert fr.kernels[0].verdict == "verified", (fr.kernels[0].verdict, fr.kernels[0].reason)
+
+
+def test_a_per_configuration_count_still_finds_the_warp_that_does_not_release():
+    # In the build with bias the bias warp is counted; when it never releases, the producer
+    # waits for it: the deadlock is found in that configuration.
+    from cutespin import api
+    src = OPTIONAL_CONSUMER_WARP.replace("""                    pipe.consumer_wait(st)
+                    pipe.consumer_release(st)
+                    st.advance()
+""", """                    pipe.consumer_wait(st)
+                    st.advance()
+""")
+    assert src != OPTIONAL_CONSUMER_WARP
+    fr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False)
+    k = fr.kernels[0]
+    assert k.verdict == "counterexample" and {f.code for f in k.findings} == {"CS101"}, (k.verdict, k.reason)

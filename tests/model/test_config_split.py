@@ -75,7 +75,7 @@ def test_a_part_over_the_size_limit_is_inconclusive_and_names_its_configuration(
 
 
 def test_what_any_part_could_not_express_keeps_the_verdict_from_verified(monkeypatch, require_spin):
-    # A lowering note (a barrier initialised with different counts) makes a kernel inconclusive.
+    # A lowering note (something the Promela could not express) makes a kernel inconclusive.
     # Checked in parts, the note of a later part counts too, not only the model kept for display.
     real = promela.lower
     calls = []
@@ -86,7 +86,7 @@ def test_what_any_part_could_not_express_keeps_the_verdict_from_verified(monkeyp
             raise promela.ModelTooLarge("the whole model")
         pm = real(k)
         if len(calls) == 3:
-            pm.notes.append("barrier b is initialised with different counts")
+            pm.notes.append("barrier b: something the lowering could not express")
         return pm
 
     monkeypatch.setattr(api, "lower", lower)
@@ -94,4 +94,4 @@ def test_what_any_part_could_not_express_keeps_the_verdict_from_verified(monkeyp
     path = SAMPLES / "pipeline_uniform_condition_ok.py"
     kr = api.check_source(path.read_text(), str(path), Settings(), with_fixes=False).kernels[0]
     assert len(calls) > 3
-    assert kr.verdict == "inconclusive" and "initialised with different counts" in kr.reason, (kr.verdict, kr.reason)
+    assert kr.verdict == "inconclusive" and "the lowering could not express" in kr.reason, (kr.verdict, kr.reason)

@@ -1315,24 +1315,29 @@ def derive_arrival_counts(processes: list, derived: dict) -> None:
     warp arrives once on a stage barrier, so the count is, over the warps that arrive on any
     barrier sharing the key (the pipeline's side, in one CTA), the sum of each warp's largest
     single arrive. The assumption is stated where the pipeline is created.
+
+    Per configuration, as `derive_named_barrier_threads`: a warp that exists in one build only
+    (cuDNN's MoE GEMMs' bias-load warp, `if const_expr(self.enable_bias)`, counted in the tile
+    pipeline's consumer group only when it is there) arrives only in that build's
+    configurations, and counting it in the others would wait for a warp that is never there.
     """
     if not derived:
         return
-    totals: dict = {}
+    totals: dict = {}  # (configuration, key) -> arrivals per phase
     for p in processes:
         largest: dict = {}
-        for ops in p.variants:
+        for c, ops in enumerate(p.variants):
             for op in ir.walk(ops):
                 if isinstance(op, ir.MbArrive) and op.bar.index in derived:
-                    key = derived[op.bar.index]
+                    key = (c, derived[op.bar.index])
                     largest[key] = max(largest.get(key, 0), op.count)
         for key, n in largest.items():
             totals[key] = totals.get(key, 0) + n
     for p in processes:
-        for ops in p.variants:
+        for c, ops in enumerate(p.variants):
             for op in ir.walk(ops):
                 if isinstance(op, ir.MbInit) and op.bar.index in derived:
-                    op.count = max(1, totals.get(derived[op.bar.index], 0))
+                    op.count = max(1, totals.get((c, derived[op.bar.index]), 0))
 
 
 def derive_named_barrier_threads(processes: list) -> None:

@@ -2,7 +2,8 @@
 
 Encodings (see `docs/policies.md` and `../shared/reference/spin-engine.md`):
 - mbarrier b: `mb_p[b]` pending arrivals, `mb_t[b]` signed transaction count, `mb_ph[b]` phase
-  number mod 4, `mb_in[b]` initialised. The expected count is a literal at each call site.
+  number mod 4, `mb_in[b]` initialised. The expected count is a literal at each call site, or
+  `mb_e[i]` (set by the init) for a barrier whose count differs between configurations.
   A wait is a blocking guard `(mb_ph[b] % 2 != parity)`, so a stuck wait is an invalid end state.
 - One process per warp; its lane classes share the process but each has its own visibility set.
 - Races: per tracked region r, `a_r` holds the access bits ever performed (a write and a read bit
@@ -169,11 +170,16 @@ class Lowering:
         k = self.k
         self.nb = max(1, len(k.barriers))
         self.expected = {}
+        counts: dict = {}
         for p in k.processes:
             for ops in p.variants:
                 for op in ir.walk(ops):
                     if isinstance(op, ir.MbInit):
                         self.expected.setdefault(op.bar.index, op.count)
+                        counts.setdefault(op.bar.index, set()).add(op.count)
+        # Barriers whose count differs between configurations (derived per configuration: a warp
+        # only one build has): each phase restarts with the count its init set, kept in `mb_e`.
+        self.init_slot = {b: i for i, b in enumerate(sorted(b for b, cs in counts.items() if len(cs) > 1))}
         # Groups: every lane class of every process, plus async agents where used.
         for pi, p in enumerate(k.processes):
             for ci, lc in enumerate(p.lane_classes):
@@ -539,7 +545,7 @@ class Lowering:
         return [f"assert({self.unordered(lambda k: f'ar_{k}', r, g, own=self.own_bits(pi, r))} == 0)"]
 
     def complete_phase(self, b: int) -> str:
-        e = self.expected.get(b, 1)
+        e = f"mb_e[{self.init_slot[b]}]" if b in self.init_slot else self.expected.get(b, 1)
         moves = []
         for key in self.vis_keys if b in self.waited else ():
             for r in self.wkeys(key):
@@ -667,10 +673,10 @@ class Lowering:
 
         if isinstance(op, ir.MbInit):
             b = op.bar.index
-            if self.expected.get(b) != op.count:
-                self.notes.append(f"barrier {op.bar.name} is initialised with different counts")
             stmts = [f"assert(mb_in[{b}] == 0)", f"mb_in[{b}] = 1", f"mb_p[{b}] = {op.count}", f"mb_t[{b}] = 0",
                      f"mb_ph[{b}] = 0"]
+            if b in self.init_slot:
+                stmts.append(f"mb_e[{self.init_slot[b]}] = {op.count}")
             self.inited_by.setdefault(pi, set()).add(b)
             self.emit(indent + self.dstep(stmts), info(f"initialises {op.bar.name} with {op.count} arrivals", "init", b))
         elif isinstance(op, ir.MbInitFence):
@@ -1170,6 +1176,8 @@ class Lowering:
         L("/* cutespin model: generated, position-free */", None)
         nb = self.nb
         L(f"int mb_p[{nb}]; int mb_t[{nb}]; byte mb_ph[{nb}]; byte mb_in[{nb}];", None)
+        if self.init_slot:
+            L(f"int mb_e[{len(self.init_slot)}];", None)
         nctas = max(1, k.ctas)
         L(f"byte ex[{nctas}]; bit dead[{nctas}];", None)
         ncl = max(1, len(self.clusters) and max(self.clusters) + 1)
