@@ -457,6 +457,19 @@ def test_a_one_element_register_reads_back_the_uniform_value_stored_in_it():
     assert shared_ids(m, 0) == shared_ids(m, 1) != [None]
 
 
+def test_a_one_element_register_read_at_an_index_that_does_not_fold_is_its_one_element():
+    # cuDNN's one-group quant GEMM reads `total_token = padded_offsets[self.expert_cnt - 1]` from
+    # the one-element register: read as a view, the comparison had no term, so warps took
+    # different sides of `if total_token <= 0: exit()` (a false deadlock at a named barrier).
+    m = model("""\
+        total = cute.make_rmem_tensor((1,), cutlass.Int32)
+        total[0] = cutlass.Int32(cute.size(mA.shape[0]))
+        if total[self.flag - 1] <= 0:
+            cute.arch.sync_threads()
+        """)
+    assert shared_ids(m, 0) == shared_ids(m, 1) != [None]
+
+
 def test_a_register_value_stored_per_thread_or_overwritten_elsewhere_is_not_uniform():
     m = model("""\
         per_thread = cute.make_rmem_tensor((1,), cutlass.Int32)

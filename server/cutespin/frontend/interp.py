@@ -2563,7 +2563,11 @@ class KernelInterp:
             # A coordinate of ints reads one element; an index with an open mode is a view (its read
             # is a later `.load()` or a copy from it).
             idx = self.eval_index(node)
-            if all(_is_int(x) for x in (idx if isinstance(idx, tuple) else (idx,))):
+            coords = idx if isinstance(idx, tuple) else (idx,)
+            # A one-element tensor has one element whatever the index (`offsets[self.expert_cnt - 1]`
+            # on cuDNN's one-group register offsets: any other index is out of bounds).
+            if all(_is_int(x) for x in coords) or base.single and not any(isinstance(x, slice) or x is None
+                                                                          for x in coords):
                 self.read_registers(base, node)
                 if base.key not in self.reg_values:
                     self.read_lost_register(base.key)
