@@ -276,6 +276,21 @@ inline_ptx("mbarrier.arrive.release.cta.shared::cta.b64 _, [{$r0}];", read_only_
     choice = next(o for o in top if isinstance(o, ir.Choice))
     assert [[type(o).__name__ for o in alt] for alt in choice.alternatives] == [["MbArrive"], []]
 
+def test_a_predicate_some_of_whose_lane_values_are_not_known_is_a_runtime_choice():
+    # A per-lane predicate combining the lane with a value the model does not fold: the lanes
+    # below 4 have an unknown value, which has no truth value; it is a runtime choice, as a whole
+    # unknown predicate is (cuDNN's d512 SDPA backward crashed the front end here).
+    m = build(INIT_BAR + """\
+lane = cute.arch.lane_idx()
+inline_ptx("mbarrier.arrive.release.cta.shared::cta.b64 _, [{$r0}];", read_only_args=[bar],
+           predicate=(lane < 4) & (mA.shape[0] > 8))
+""")
+    assert not m.unmodeled, m.unmodeled
+    top = next(p for p in m.processes if p.warp == 0).variants[0]
+    choice = next(o for o in top if isinstance(o, ir.Choice))
+    assert [[type(o).__name__ for o in alt] for alt in choice.alternatives] == [["MbArrive"], []]
+
+
 LLVM_IMPORT = "from cutlass._mlir.dialects import llvm\nfrom cutlass.cutlass_dsl import T\n"
 
 

@@ -1400,7 +1400,8 @@ class KernelInterp:
                 run()
             return
         if isinstance(cond, LaneVal):
-            tmask = sum(1 << i for i, v in enumerate(cond.vals) if v and not isinstance(v, Unknown))
+            # (An unknown lane value has no truth value: tested first.)
+            tmask = sum(1 << i for i, v in enumerate(cond.vals) if not isinstance(v, Unknown) and v)
             if any(isinstance(v, Unknown) for v in cond.vals):
                 self.choice([run, None], node, Unknown("predicate"))
                 return
