@@ -3485,6 +3485,7 @@ class KernelInterp:
         for v in values:
             if isinstance(v, Rmem):
                 self.reg_values.pop(v.key, None)
+                self.lost_registers.pop(v.key, None)  # unknown now whatever the branch left
             elif isinstance(v, (tuple, list)):
                 self.forget_registers(v)
 
