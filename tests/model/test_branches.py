@@ -251,6 +251,79 @@ def test_a_long_loop_calling_a_method_of_a_pipeline_state_stays_unmodeled(requir
     assert k.verdict == "inconclusive" and any("1024 iterations" in u.why for u in k.unmodeled)
 
 
+# ---------------------------------------------------------------- past the interpretation budget
+UNROLLED_MATH = """\
+if warp_idx == 0:
+    vals = []
+    for i in cutlass.range_constexpr(24):
+        vals.append(cute.math.exp2(mA[i], fastmath=True))
+    for i in cutlass.range_constexpr(8):
+        sBuf[i * 4 + lane % 4] = vals[i]
+cute.arch.sync_threads()
+if warp_idx == 1:
+    mA[lane] = sBuf[lane]
+"""
+
+
+def _steps(src: str, compact: bool) -> int:
+    from cutespin.frontend import build_kernel, interp
+    from cutespin.frontend.discover import discover
+    info = discover(src, "k.py")
+    seen = []
+    real_init = interp.Registry.__init__
+
+    def init(self, *a, **kw):
+        real_init(self, *a, **kw)
+        seen.append(self)
+
+    interp.Registry.__init__ = init
+    try:
+        build_kernel(info, info.kernels[0], "k.py", Settings(), compact=compact)
+    finally:
+        interp.Registry.__init__ = real_init
+    return max(r.steps for r in seen)
+
+
+def test_a_kernel_past_the_budget_is_tried_again_with_compute_loops_as_one_trip(monkeypatch, require_spin):
+    # cuDNN's attention kernels unroll register math (exp2 over every pair of a row) past the
+    # budget. The second try checks each loop that only computes as one trip at an unknown index.
+    from cutespin.frontend import interp
+    src = source(UNROLLED_MATH)
+    full, compact = _steps(src, False), _steps(src, True)
+    assert compact < full
+    monkeypatch.setattr(interp, "MAX_KERNEL_STEPS", (full + compact) // 2)
+    monkeypatch.setattr(api, "CACHE", api._ResultCache())
+    k = check(src)
+    assert k.verdict == "verified" and not k.unmodeled, (k.verdict, k.reason)
+    assert any("past the interpretation budget" in a and "one trip at an unknown index" in a
+               for a in k.assumptions), k.assumptions
+    # The store loop, one trip at an unknown index, still meets warp 1's reads without the barrier.
+    racy = check(src.replace("        cute.arch.sync_threads()\n", ""))
+    assert racy.verdict != "verified" and {f.code for f in racy.findings} == {"CS201"}, racy.reason
+
+
+def test_a_kernel_that_fits_the_budget_is_not_compacted(require_spin):
+    k = check(source(UNROLLED_MATH))
+    assert k.verdict == "verified" and not k.unmodeled, (k.verdict, k.reason)
+    assert not any("past the interpretation budget" in a for a in k.assumptions)
+
+
+def test_the_second_try_keeps_the_first_result_when_it_does_not_fit_either(monkeypatch):
+    from cutespin.frontend import interp
+    monkeypatch.setattr(interp, "MAX_KERNEL_STEPS", 3)
+    (m,) = build_models(source(UNROLLED_MATH), "k.py", Settings())
+    assert any("interpretation steps" in u.why for u in m.unmodeled)
+    assert not any("past the interpretation budget" in a for a in m.assumptions)
+
+
+def test_fastmath_does_not_name_tma():
+    # `fastmath=True` contains "tma": a helper passing it was taken to name synchronization, so
+    # it was never skipped as plain register math.
+    from cutespin.frontend.interp import SYNC_TEXT_RE
+    assert not SYNC_TEXT_RE.search("cute.math.exp2(x, fastmath=True)")
+    assert all(SYNC_TEXT_RE.search(t) for t in ("tma_atom", "make_tma_tile_atom", "self.use_tma", "tma"))
+
+
 # ---------------------------------------------------------------- SimpleNamespace bundles
 def test_buffers_bundled_in_a_simple_namespace_are_followed(require_spin):
     # flash-attn-4 passes shared-memory views to helpers in a `SimpleNamespace`.

@@ -83,7 +83,25 @@ def build_models(text: str, path: str, settings: Settings, only: Optional[str] =
     if project is not None:
         info.project = project
         info.name = project.module_name
-    return [build_kernel(info, site, path, settings) for site in info.kernels if only is None or site.qualname == only]
+    return [build_kernel_compacting(info, site, path, settings) for site in info.kernels
+            if only is None or site.qualname == only]
+
+
+def build_kernel_compacting(info: ModuleInfo, site: KernelSite, path: str, settings: Settings) -> ir.KernelModel:
+    """`build_kernel`, tried again past the interpretation budget with the loops that only compute
+    checked as one trip each (cuDNN's attention kernels unroll register math: exp2 over every
+    pair of a 128-wide row, masks over every column). That try is kept when it fits the budget:
+    what such loops compute is then unknown, which an honest model states and may leave other
+    constructs unmodeled, so kernels that fit are never built that way."""
+    model = build_kernel(info, site, path, settings)
+    if not any(_over_budget(u) for u in model.unmodeled):
+        return model
+    compact = build_kernel(info, site, path, settings, compact=True)
+    return model if any(_over_budget(u) for u in compact.unmodeled) else compact
+
+
+def _over_budget(u: ir.Unmodeled) -> bool:
+    return u.construct == "kernel body" and "interpretation steps" in u.why
 
 
 def _not_compiled_text(e: BaseException) -> str:
@@ -2084,10 +2102,11 @@ def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_c
     return configs, runs
 
 
-def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settings) -> ir.KernelModel:
+def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settings,
+                 compact: bool = False) -> ir.KernelModel:
     env = kernel_env(info, site, settings)
     methods = class_methods(site.cls)
-    registry = I.Registry(env.stages, _stage_counts(env.self_obj, env.params), env.host_facts)
+    registry = I.Registry(env.stages, _stage_counts(env.self_obj, env.params), env.host_facts, compact=compact)
     registry.assume("memory-model policies: " + ("strict" if settings.strict else "default (CUTLASS-compatible)"))
     for a in env.assumptions:
         registry.assume(a)

@@ -92,8 +92,10 @@ class _Exit(_Return):
 # plus allocators: a helper whose text names none of these, given no memory object, only
 # computes on values and registers.
 SYNC_TEXT_RE = re.compile(
-    r"mbarrier|elect_one|sync_threads|barrier|cluster_|fence|atomic|\bred\(|tma|producer_|consumer_|"
-    r"arrive|wait|commit|tcgen05|cp_async|smem|tmem|pipeline|Allocator|griddepcontrol|allocate|AddressSpace|"
+    # `tma` as a word or part of a snake_case name (`tma_atom`, `use_tma`), not inside `fastmath`
+    r"mbarrier|elect_one|sync_threads|barrier|cluster_|fence|atomic|\bred\(|(?<![a-z])tma|tma(?![a-z])|"
+    r"producer_|consumer_|arrive|wait|commit|tcgen05|cp_async|smem|tmem|pipeline|Allocator|griddepcontrol|allocate|"
+    r"AddressSpace|"
     r"\bArray\(|\bexit\(|\btrap\b")  # a helper that allocates returns new memory on every call: never memoized
 
 
@@ -357,6 +359,11 @@ def _calls_only_plain_code(node, module, depth: int = 0, _active: Optional[set] 
         # reached through that caller: kept only for the outermost function.
         cache[id(node)] = ok
     return ok
+
+
+def _plain_datum(v) -> bool:
+    """A tensor or pointer, a number, or a value the interpreter does not know."""
+    return isinstance(v, (Smem, Gmem, Rmem, LaneVal, int, float)) or type(v) is Unknown
 
 
 def _value_names(expr) -> Optional[set]:
@@ -1731,6 +1738,17 @@ class KernelInterp:
                     self.summarized_loops.add(node)
                     return [Unknown("index of a long loop")]
                 raise Unsupported(f"loop of {trips} iterations with synchronization")
+            if trips > 1 and self.registry.compact and self.summarizable(node):
+                # The second try of a kernel past the budget (`build_models`): a short loop that
+                # names no synchronization and calls only plain code is one trip at an unknown
+                # index, like a long one: the same accesses, fewer interpretation steps.
+                line = self.span(node).line
+                where = f"line {line}" if self.info is self.root_info else f"line {line} of {self.info.name}"
+                self.registry.assume(f"the unrolled kernel is past the interpretation budget: loops that only "
+                                     f"compute are checked as one trip at an unknown index, so what they compute "
+                                     f"is not known after them (first at {where})")
+                self.summarized_loops.add(node)
+                return [Unknown("index of a compute loop")]
             return list(vals)
         text = self.code(bound_node)
         trips = self.trip(text, node)
@@ -1845,6 +1863,10 @@ class KernelInterp:
             for name in _local_names(stmt)[1] | (_method_receivers(stmt) if broken else set()):
                 if name in self.env:
                     self.env[name] = Unknown(f"{name} {why}")
+            for name in _method_receivers(stmt):
+                if isinstance(self.env.get(name), list):
+                    # `elems.append(x)` ran once for all the trips: the list is not known.
+                    self.env[name] = Unknown(f"{name} {why}")
             self.reg_values = {}
 
     def summarizable(self, node) -> bool:
@@ -1856,9 +1878,13 @@ class KernelInterp:
 
     def holds_data(self, name: str) -> bool:
         """A variable whose value is plain data: a tensor or pointer, a number, or a value the
-        interpreter does not know (no object whose methods could synchronize or keep state)."""
+        interpreter does not know (no object whose methods could synchronize or keep state). In
+        compact mode also a Python list of such values (`elems.append(x)`: forgotten after the
+        loop, `end_loop`)."""
         v = self.env.get(name)
-        return isinstance(v, (Smem, Gmem, Rmem, LaneVal, int, float)) or type(v) is Unknown
+        if isinstance(v, list) and self.registry.compact:
+            return all(_plain_datum(e) for e in v)
+        return _plain_datum(v)
 
     def trip(self, text: str, node) -> int:
         if text not in self.ctx.discovered:
@@ -4023,7 +4049,7 @@ def _class_constant(cref: ClassRef, attr: str):
 class Registry:
     """State shared by all warps of one kernel: unmodeled items, assumptions, static findings."""
 
-    def __init__(self, stages, stage_counts=(), host_facts=None):
+    def __init__(self, stages, stage_counts=(), host_facts=None, compact: bool = False):
         self.stages = stages
         self.host_facts: dict = dict(host_facts or {})  # KernelEnv.host_facts
         # Every ring length the kernel names (`ab_stages = 3`, `epi_stages = 2`): a staged layout's
@@ -4034,6 +4060,9 @@ class Registry:
         self.statics: list = []
         self.symbolic_ids: dict = {}  # uniform term of a named barrier id that did not fold -> its number
         self.steps = 0  # statements interpreted for this kernel (MAX_KERNEL_STEPS)
+        # Short loops that only compute are checked as one trip at an unknown index, like long ones
+        # (`loop_values`): the second try of a kernel whose unrolled body is past the budget.
+        self.compact = compact
         self.shared: dict = {}  # (cta, uniform term) -> number of the shared condition value
         # Uniform values compared with constants (`Choice.enum`): (cta, term) -> number, and the
         # constants each is compared with.
