@@ -393,6 +393,52 @@ inline_ptx("cp.async.bulk.global.shared::cta.bulk_group [$0], [$1], $2;",
         "`cp.async.bulk.global.shared::cta.bulk_group` whose shared-memory source could not be resolved"]
 
 
+BULK_LOAD = """\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, num_elems=1)
+sBuf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(32))
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+lane = cute.arch.lane_idx()
+if warp_idx == 0:
+    cute.arch.mbarrier_init(bar, 1)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+if warp_idx == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_arrive_and_expect_tx(bar, EXPECT)
+        inline_ptx("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];",
+                   read_only_args=[sBuf.iterator.toint(), mA.iterator, 128, bar.toint()])
+if warp_idx == 1:
+    cute.arch.mbarrier_wait(bar, 0)
+    mA[lane] = sBuf[lane]
+"""
+
+
+def _bulk_load(expect: int):
+    from cutespin import api
+    src = kernel_source(BULK_LOAD.replace("EXPECT", str(expect))).replace(
+        "import cutlass\n", "import cutlass\n" + PTX_IMPORT, 1)
+    return api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+
+
+def test_a_bulk_copy_into_shared_memory_completes_its_bytes_on_the_mbarrier(require_spin):
+    # cuDNN's MegaMoE requantization loads its scale rows with a plain (non-tensor) bulk copy.
+    kr = _bulk_load(128)
+    assert kr.verdict == "verified" and not kr.unmodeled, (kr.verdict, kr.reason, kr.unmodeled)
+    # Expecting more bytes than the copy brings: the phase never completes.
+    short = _bulk_load(256)
+    assert short.verdict == "counterexample" and [f.code for f in short.findings] == ["CS101"], short.reason
+
+
+def test_a_bulk_copy_whose_byte_count_does_not_fold_is_unmodeled():
+    m = build(INIT_BAR + """\
+inline_ptx("cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];",
+           read_only_args=[bar, mA.iterator, mystery(), bar])
+""")
+    assert [u.why for u in m.unmodeled] == [
+        "`cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes` whose byte count does not fold"]
+
+
 def test_red_with_ordering_qualifiers_is_a_flag_release_at_its_scope():
     # flash-attn's `red_release`: `red.release.gpu.global.add.s32` (the qualifiers before the
     # state space) releases at gpu scope; a relaxed `atom` with its scope is a plain update.

@@ -4886,6 +4886,9 @@ def run_ptx(it, text: str, instructions: list, ins: list, n_out: int, plain: boo
         if not guarded and re.match(r"cp(\.reduce)?\.async\.bulk\.global\.shared::cta\.bulk_group(\.|$)", mnemonic):
             ptx_bulk_store(it, mnemonic, ins_text, ins_here, n_out, plain, node)
             continue
+        if not guarded and mnemonic in PTX_BULK_LOADS:
+            ptx_bulk_load(it, mnemonic, ins_text, ins_here, n_out, plain, node)
+            continue
         if PTX_PLACEHOLDER in head or not head:
             it.unmodeled(node, "cute.arch.inline_ptx", f"an instruction whose mnemonic does not fold (`{ins_text[:40]}`)")
             continue
@@ -5018,6 +5021,33 @@ def ptx_bulk_store(it, mnemonic: str, ins_text: str, ins: list, n_out: int, plai
         return
     dst = ptx_operand_value(ops[0], ins, n_out, plain)
     it.emit(RawTmaStore(it.span(node), _as_view(src), dst if isinstance(dst, Gmem) else None, it.mask))
+
+
+# A bulk copy global -> shared that completes its bytes on an mbarrier (no multicast: a CTA mask
+# operand follows the barrier there).
+PTX_BULK_LOADS = {f"cp.async.bulk.shared::{dst}.global.mbarrier::complete_tx::bytes" for dst in ("cluster", "cta")}
+
+
+def ptx_bulk_load(it, mnemonic: str, ins_text: str, ins: list, n_out: int, plain: bool, node):
+    """`cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [smem], [gmem], n, [mbar]`
+    (cuDNN's MegaMoE requantization): the bulk copy a TMA load is, writing the shared buffer and
+    completing n bytes on the mbarrier, issued by every active lane."""
+    ops = ptx_operands(ins_text)
+    if len(ops) != 4:
+        it.unmodeled(node, "cute.arch.inline_ptx", f"`{mnemonic}` with {len(ops)} operands not modeled")
+        return
+    dst, size, bar = (ptx_operand_value(ops[i], ins, n_out, plain) for i in (0, 2, 3))
+    bar = it.bar_of(bar, node)
+    if bar is None:
+        return
+    if not isinstance(dst, Smem) or dst.tmem:
+        it.unmodeled(node, "cute.arch.inline_ptx", f"`{mnemonic}` whose shared-memory destination could not be "
+                                                   f"resolved")
+        return
+    if not _is_int(size):
+        it.unmodeled(node, "cute.arch.inline_ptx", f"`{mnemonic}` whose byte count does not fold")
+        return
+    it.emit(RawTmaLoad(it.span(node), bar, _as_view(dst).at(inexact=True), it.mask, nbytes=size * _popcount(it.mask)))
 
 
 def ptx_st_async(it, mnemonic: str, ins_text: str, ins: list, n_out: int, plain: bool, node):
