@@ -20,6 +20,7 @@ def test_sizes_of_a_stage_are_not_stage_counts():
     assert _find_stages(None, {"num_stages_dS": 4, "num_stages_KV": 2}) == 2
     assert _find_stages(None, {"num_stages_KV": 2, "num_stages_dS": 4}) == 2
     assert _find_stages(None, {"stage_bytes": 128}) is None
+    assert _find_stages(None, {"k_sf_stage_hi_off": 256, "stage_offset": 64, "kv_stages": 2}) == 2
 
 
 def test_merged_names_keep_their_first_seen_order():

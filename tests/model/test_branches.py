@@ -342,6 +342,30 @@ def test_buffers_bundled_in_a_simple_namespace_are_followed(require_spin):
     assert racy.verdict == "counterexample" and {f.code for f in racy.findings} == {"CS201"}
 
 
+def test_buffers_handed_on_in_a_dict_call_are_followed(require_spin):
+    # cuDNN's sm120 MXFP8 prefill: a helper returns `dict(k_sf_stage=buf, ...)` and the caller
+    # passes it on with `**`.
+    body = textwrap.indent(textwrap.dedent("""\
+        kw = dict(buf=sBuf, scale=2.0)
+        if warp_idx == 0:
+            fill(**kw)
+        cute.arch.sync_threads()
+        if warp_idx == 1:
+            mA[lane] = kw["buf"][lane]
+        """), " " * 8)
+    helper = """
+
+@cute.jit
+def fill(buf, scale):
+    buf[cute.arch.lane_idx()] = scale
+"""
+    src = TEMPLATE.format(body=body) + helper
+    k = check(src)
+    assert k.verdict == "verified" and not k.unmodeled, (k.verdict, k.reason, k.unmodeled)
+    racy = check(src.replace("        cute.arch.sync_threads()\n", ""))
+    assert racy.verdict == "counterexample" and {f.code for f in racy.findings} == {"CS201"}
+
+
 def test_what_a_long_loop_computes_is_unknown_after_it():
     # One trip stands for 1024: a count the loop accumulates must not fold to one trip's value.
     # Folded to 1, `cnt > 1` would be False and the barrier would silently drop out of the model.

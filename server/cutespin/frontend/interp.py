@@ -1299,6 +1299,14 @@ class KernelInterp:
             if isinstance(base, Rmem):
                 self.store_register(base, target, value)
                 return
+            if isinstance(base, dict):
+                key = self.eval_index(target)
+                if isinstance(key, (str, int)):
+                    base[key] = value
+                elif any(isinstance(v, (Smem, Gmem, NamedBarrierObj) + SYNC_OBJECTS) for v in [value, *base.values()]):
+                    self.unmodeled(node, "subscript", "a store into a dict of buffers or barriers at a key that does "
+                                                      "not fold")
+                return
             self.access(base, write=True, node=node, index=target)
         else:
             self.unmodeled(node, "assignment target", "assignment target not modeled")
@@ -2299,7 +2307,7 @@ class KernelInterp:
             return self.class_ref(name)
         if name in ("range", "len", "min", "max", "abs", "int", "bool", "tuple", "list", "print", "float",
                     "zip", "enumerate", "isinstance", "sum", "any", "all", "str", "round", "object", "super",
-                    "getattr", "hasattr", "type"):
+                    "getattr", "hasattr", "type", "dict"):
             return ModuleRef(name)
         if is_stage_count_name(name) and self.info.path == "" and name not in _bound_names(self.info):
             # A stage count the module uses but never binds: a template whose generator prepends
@@ -2608,6 +2616,12 @@ class KernelInterp:
                 return base[idx]
             except IndexError:
                 return Unknown("index out of range")
+        if isinstance(base, dict):
+            if isinstance(idx, (str, int)) and idx in base:
+                return base[idx]
+            if any(isinstance(v, (Smem, Gmem, NamedBarrierObj) + SYNC_OBJECTS) for v in base.values()):
+                self.unmodeled(node, "subscript", "a dict holding buffers or barriers, at a key that does not fold")
+            return Unknown("subscript")
         if isinstance(base, ModuleRef) and base.qualname.endswith("Constexpr"):
             return base
         if isinstance(base, Record) and base.cls is not None:
@@ -3088,6 +3102,10 @@ class KernelInterp:
                     if name == "cute.local_partition":
                         return self.thread_partition(v, node)
                     return _tile_view(v, args, kwargs) if name == "cute.local_tile" else _as_view(v)
+        if name == "dict" and (not args or len(args) == 1 and isinstance(args[0], dict)):
+            # `dict(k_sf_stage=buf, ...)`: keyword arguments a helper returns for its caller to
+            # hand on with `**` (cuDNN's sm120 MXFP8 prefill)
+            return {**(args[0] if args else {}), **kwargs}
         if name.startswith("cute.") or name.startswith(PURE_PREFIXES) or name in BUILTIN_PURE:
             result = _builtin(name, args)
             if isinstance(result, Unknown) and name in UNIFORM_PURE and not kwargs:
