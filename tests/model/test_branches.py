@@ -316,6 +316,27 @@ def test_the_second_try_keeps_the_first_result_when_it_does_not_fit_either(monke
     assert not any("past the interpretation budget" in a for a in m.assumptions)
 
 
+def test_a_kernel_with_another_unmodeled_construct_is_not_tried_again(monkeypatch):
+    # The second try only loses what compute loops compute: it cannot model `mystery_sync(bar)`,
+    # so it is not worth the time it takes.
+    from cutespin.frontend import interp
+    seen = []
+    real_init = interp.Registry.__init__
+
+    def init(self, *a, **kw):
+        real_init(self, *a, **kw)
+        seen.append(self.compact)
+
+    monkeypatch.setattr(interp.Registry, "__init__", init)
+    monkeypatch.setattr(interp, "MAX_KERNEL_STEPS", 60)
+    (m,) = build_models(source("mystery_sync(sBuf)\n" + UNROLLED_MATH), "k.py", Settings())
+    assert any("interpretation steps" in u.why for u in m.unmodeled) and len(m.unmodeled) > 1, m.unmodeled
+    assert True not in seen
+    seen.clear()
+    build_models(source(UNROLLED_MATH), "k.py", Settings())
+    assert True in seen
+
+
 def test_fastmath_does_not_name_tma():
     # `fastmath=True` contains "tma": a helper passing it was taken to name synchronization, so
     # it was never skipped as plain register math.

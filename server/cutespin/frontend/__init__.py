@@ -92,9 +92,11 @@ def build_kernel_compacting(info: ModuleInfo, site: KernelSite, path: str, setti
     checked as one trip each (cuDNN's attention kernels unroll register math: exp2 over every
     pair of a 128-wide row, masks over every column). That try is kept when it fits the budget:
     what such loops compute is then unknown, which an honest model states and may leave other
-    constructs unmodeled, so kernels that fit are never built that way."""
+    constructs unmodeled, so kernels that fit are never built that way. A kernel with another
+    unmodeled construct before the budget ran out is not tried again: it could not become fully
+    modeled, and the second try can take as long as the first."""
     model = build_kernel(info, site, path, settings)
-    if not any(_over_budget(u) for u in model.unmodeled):
+    if not model.unmodeled or not all(_over_budget(u) for u in model.unmodeled):
         return model
     compact = build_kernel(info, site, path, settings, compact=True)
     return model if any(_over_budget(u) for u in compact.unmodeled) else compact
