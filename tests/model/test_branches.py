@@ -387,6 +387,20 @@ def fill(buf, scale):
     assert racy.verdict == "counterexample" and {f.code for f in racy.findings} == {"CS201"}
 
 
+def test_a_buffer_picked_from_a_tuple_at_an_unknown_index_is_unmodeled_not_dropped():
+    # Which of the two buffers `bufs[n % 2]` is depends on a runtime value: its store must not
+    # silently vanish from the model (it once did; a loop checked as one trip indexes this way).
+    (m,) = build_models(source("""\
+        bufs = (sBuf, sTmp)
+        bufs[n % 2][lane] = 1.0
+        d = {"a": sBuf}
+        d[n][lane] = 1.0
+        """), "k.py", Settings())
+    assert [(u.construct, u.why) for u in m.unmodeled] == [
+        ("subscript", "a sequence of buffers or barriers at an index that does not fold"),
+        ("subscript", "a dict holding buffers or barriers, at a key that does not fold")]
+
+
 def test_what_a_long_loop_computes_is_unknown_after_it():
     # One trip stands for 1024: a count the loop accumulates must not fold to one trip's value.
     # Folded to 1, `cnt > 1` would be False and the barrier would silently drop out of the model.

@@ -361,6 +361,13 @@ def _calls_only_plain_code(node, module, depth: int = 0, _active: Optional[set] 
     return ok
 
 
+def _holds_memory(v) -> bool:
+    """A buffer, barrier or pipeline object, or a tuple or list holding one."""
+    if isinstance(v, (tuple, list)):
+        return any(_holds_memory(e) for e in v)
+    return isinstance(v, (Smem, Gmem, NamedBarrierObj) + SYNC_OBJECTS)
+
+
 def _plain_datum(v) -> bool:
     """A tensor or pointer, a number, or a value the interpreter does not know."""
     return isinstance(v, (Smem, Gmem, Rmem, LaneVal, int, float)) or type(v) is Unknown
@@ -1303,7 +1310,7 @@ class KernelInterp:
                 key = self.eval_index(target)
                 if isinstance(key, (str, int)):
                     base[key] = value
-                elif any(isinstance(v, (Smem, Gmem, NamedBarrierObj) + SYNC_OBJECTS) for v in [value, *base.values()]):
+                elif any(_holds_memory(v) for v in [value, *base.values()]):
                     self.unmodeled(node, "subscript", "a store into a dict of buffers or barriers at a key that does "
                                                       "not fold")
                 return
@@ -2619,8 +2626,13 @@ class KernelInterp:
         if isinstance(base, dict):
             if isinstance(idx, (str, int)) and idx in base:
                 return base[idx]
-            if any(isinstance(v, (Smem, Gmem, NamedBarrierObj) + SYNC_OBJECTS) for v in base.values()):
+            if any(_holds_memory(v) for v in base.values()):
                 self.unmodeled(node, "subscript", "a dict holding buffers or barriers, at a key that does not fold")
+            return Unknown("subscript")
+        if isinstance(base, (tuple, list)) and any(_holds_memory(v) for v in base):
+            # `bufs[i]` at an index that does not fold (a loop checked as one trip): which buffer
+            # is not known, and an access through it must not vanish.
+            self.unmodeled(node, "subscript", "a sequence of buffers or barriers at an index that does not fold")
             return Unknown("subscript")
         if isinstance(base, ModuleRef) and base.qualname.endswith("Constexpr"):
             return base
