@@ -271,3 +271,43 @@ def test_primitives_cp_async_read_before_its_wait_group_is_not_verified(require_
     r = check(cp_async_kernel(""))
     assert not r.unmodeled
     assert r.verdict == "inconclusive" and "possible data race" in r.reason
+
+
+def cp_async_arrive_kernel(arrive: str, count: int = 64) -> str:
+    """Every thread copies 16 bytes with cp.async and arrives on the mbarrier once its copies
+    complete (cuDNN's linear-attention beta loads), then reads another thread's part."""
+    return source(f"""\
+smem = cutlass.utils.SmemAllocator()
+mbar = smem.allocate_tensor(cutlass.Int64, cute.make_layout(1), byte_alignment=8)
+sX = smem.allocate_tensor(cutlass.Float32, cute.make_layout(256), byte_alignment=16)
+tid, _, _ = cute.arch.thread_idx()
+if tid == 0:
+    nvvm.mbarrier_init(mbar.iterator, {count})
+cute.arch.sync_threads()
+nvvm.cp_async_shared_global(sX.iterator + tid * 4, mA.iterator + tid * 4, 16, nvvm.LoadCacheModifier.CG)
+{arrive}
+while not nvvm.mbarrier_try_wait_parity(mbar.iterator, 0):
+    pass
+v = nvvm.load_ext(sX.iterator + (255 - tid), dtype=cutlass.Float32, count=1, shared_space={SS})
+""")
+
+
+def test_a_cp_async_arrive_with_noinc_publishes_the_copies_to_the_waiters(require_spin):
+    src = cp_async_arrive_kernel("nvvm.cp_async_mbarrier_arrive(mbar.iterator, noinc=True)")
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+    # A plain arrive does not wait for the copies: the read may see them incomplete.
+    plain = check(cp_async_arrive_kernel("nvvm.mbarrier_arrive(mbar.iterator)"))
+    assert plain.verdict != "verified" and [f.code for f in plain.findings] == ["CS201"], plain.reason
+    # It is one arrival per thread: a count of 128 is never reached.
+    short = check(cp_async_arrive_kernel("nvvm.cp_async_mbarrier_arrive(mbar.iterator, noinc=True)", 128))
+    assert short.verdict == "counterexample" and [f.code for f in short.findings] == ["CS101"], short.reason
+
+
+def test_a_cp_async_arrive_without_noinc_is_unmodeled():
+    src = cp_async_arrive_kernel("nvvm.cp_async_mbarrier_arrive(mbar.iterator)")
+    m = build_models(src, "k.py", Settings())[0]
+    assert [(u.construct, u.line) for u in m.unmodeled] == [
+        ("primitives.cp_async_mbarrier_arrive", line_of(src, "cp_async_mbarrier_arrive"))]

@@ -6525,6 +6525,18 @@ def h_prim_cp_async(it, args, kwargs, node):
     return None
 
 
+def h_prim_cp_async_arrive(it, args, kwargs, node):
+    """`cp_async_mbarrier_arrive(mbar, noinc=True)` (cuDNN's linear-attention and sm120 prefill
+    kernels): with `noinc` it is cute.arch's `cp_async_mbarrier_arrive_noinc`, an arrive the phase
+    counts, fired once the thread's earlier cp.async copies complete. Without it the barrier's
+    pending count is raised first, so the arrive only delays the phase: not modeled."""
+    if _kw(args, kwargs, 1, "noinc") is not True:
+        it.unmodeled(node, "primitives.cp_async_mbarrier_arrive", "without noinc=True (an arrive that only "
+                                                                  "delays the phase) not modeled")
+        return None
+    return h_cp_async_arrive_noinc(it, [_kw(args, kwargs, 0, "mbar")], {}, node)
+
+
 def h_prim_store_ext(it, args, kwargs, node):
     """`store_ext(value, ptr, shared_space=)`: value first (cute.arch.store is ptr first)."""
     it.read_registers(_kw(args, kwargs, 0, "value"), node)
@@ -6621,7 +6633,7 @@ CALLS.update({
     "primitives.mbarrier_try_wait_parity": h_try_wait, "primitives.mbarrier_test_wait_parity": h_try_wait,
     "primitives.mbarrier_wait_parity": h_try_wait,
     "primitives.cp_async_bulk_shared_cluster_global": h_prim_bulk_copy,
-    "primitives.cp_async_shared_global": h_prim_cp_async,
+    "primitives.cp_async_shared_global": h_prim_cp_async, "primitives.cp_async_mbarrier_arrive": h_prim_cp_async_arrive,
     "primitives.cp_async_commit_group": h_cp_async_commit, "primitives.cp_async_wait_group": h_cp_async_wait,
     "primitives.fence_acq_rel": h_prim_fence_acq_rel, "primitives.griddepcontrol": h_griddepcontrol,
     # fence.sc is acq_rel and more (a total order of SC fences); modeled as the weaker acq_rel
