@@ -221,3 +221,44 @@ if warp_idx == 0:
     src = kernel_source(async_pipeline() + body).replace("\n\nclass K:", helper + "\n\nclass K:", 1)
     (k,) = api.check_source(src, "k.py", SETTINGS, with_fixes=False).kernels
     assert k.verdict == "verified", (k.verdict, k.reason, [f.message for f in k.findings])
+
+
+# cuDNN's sm80 prefill: `load_b_smem_x4(N=tile_n)` raises unless `N // 8` fragments are even, and
+# the kernel loops over those fragments, so a compile-time condition takes the loop bound's
+# modeled trip count (1 to 3), and odd counts are builds the kernel's own check rejects.
+EVEN_FRAGMENTS = """\
+smem = cutlass.utils.SmemAllocator()
+sBuf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(32))
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+lane = cute.arch.lane_idx()
+n_frags = self.n // 8
+if cutlass.const_expr(n_frags % 2 != 0):
+    raise ValueError("fragments must pair up")
+if warp_idx == 0:
+    for f in cutlass.range_constexpr(n_frags):
+        sBuf[lane] = 1.0
+cute.arch.sync_threads()
+if warp_idx == 1:
+    mA[lane] = sBuf[lane]
+"""
+
+
+def test_trip_counts_a_compile_time_check_on_the_loop_bound_rejects_are_left_out(require_spin):
+    src = kernel_source(EVEN_FRAGMENTS, init="self.n = mystery()")
+    m = build_models(src, "k.py", SETTINGS)[0]
+    assert not m.unmodeled, m.unmodeled
+    assert {c.trips.get("n_frags") for c in m.configs} == {2}
+    assert any("takes 3 trips (a compile-time check on it): the loops were found with 2" in a for a in m.assumptions)
+    assert any("not checked" in a and "raises" in a for a in m.assumptions), m.assumptions
+    kr = api.check_source(src, "k.py", SETTINGS, with_fixes=False).kernels[0]
+    assert kr.verdict == "verified", kr.reason
+    racy = api.check_source(src.replace("        cute.arch.sync_threads()\n", ""), "k.py", SETTINGS,
+                            with_fixes=False).kernels[0]
+    assert racy.verdict == "counterexample" and [f.code for f in racy.findings] == ["CS201"], racy.reason
+
+
+def test_a_check_that_fails_at_every_trip_count_is_still_unmodeled():
+    src = kernel_source(EVEN_FRAGMENTS.replace("n_frags % 2 != 0", "n_frags > 0"), init="self.n = mystery()")
+    m = build_models(src, "k.py", SETTINGS)[0]
+    assert [u.construct for u in m.unmodeled] == ["kernel body"]
+    assert "raises while the kernel is traced" in m.unmodeled[0].why

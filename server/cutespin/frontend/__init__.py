@@ -1982,6 +1982,40 @@ def _trips_text(c) -> str:
         ", ".join(f"`{k}` = {v}" for k, v in c.trips.items()) or "none"
 
 
+def _raised_at_a_trip_count(e: Exception, registry) -> bool:
+    """A `raise` reached while tracing after a compile-time condition took a loop bound's value
+    from the configuration's trip count (`KernelInterp.bound_value`): the model's small trip
+    count may be one the kernel's own check rejects (cuDNN's sm80 prefill: `N // 8` MMA fragments
+    must be even, with `N` the bound of a loop over them)."""
+    return isinstance(e, I._Raises) and bool(registry.const_bounds)
+
+
+def _first_run(run_all, discovered: dict, ctas: int, bound: int, registry):
+    """The discovery run (every runtime loop at the bound). If the trace raises there after a
+    compile-time condition took a loop bound's value, smaller counts of those bounds are tried,
+    so that the loops are still found; the last try records the failure as unmodeled."""
+    tries = [None] + list(range(bound - 1, 0, -1))
+    i = 0
+    while i < len(tries):
+        t = tries[i]
+        before = dict(registry.unmodeled)
+        trips = {} if t is None else {text: t for text in registry.const_bounds}
+        try:
+            first = run_all(trips, discovered, ctas, strict=i < len(tries) - 1)
+        except I.NotCompiled:
+            registry.unmodeled.clear()
+            registry.unmodeled.update(before)
+            if t is None or registry.const_bounds <= set(trips):
+                i += 1  # else the same count again, for the bounds this try met first
+            continue
+        if t is not None:
+            registry.assume(f"the kernel's trace raises when the runtime loop bound "
+                            f"{', '.join(f'`{x}`' for x in sorted(trips))} takes {bound} trips (a compile-time check "
+                            f"on it): the loops were found with {t}")
+        return first
+    raise I.Unsupported("no trip count traces")  # not reached: the last try records the failure
+
+
 def _compiled_configs(configs, run_config, registry):
     """Run each configuration, leaving out those the DSL could not trace (NotCompiled: e.g.
     `FP8` false with `NVFP4` true, where a pipeline the kernel only builds for FP8 is None): no
@@ -2162,7 +2196,10 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
 
     splits: dict = {}  # uniform conditions whose sides advance a pipeline state differently
 
-    def run_all(trips, discovered, ctas_now, conds=None):
+    def run_all(trips, discovered, ctas_now, conds=None, strict=False):
+        """Every warp of every CTA in one configuration. `strict`: a trace that raises after a
+        compile-time condition took a loop bound's trip count (`_raised_at_a_trip_count`) is
+        raised, so that the caller can leave the configuration out."""
         procs = []
         for cta in range(ctas_now):
             for w in range(warps):
@@ -2173,7 +2210,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
                 try:
                     it.run_body(site.node)
                 except I.NotCompiled as e:
-                    if conds:
+                    if conds or strict and _raised_at_a_trip_count(e, registry):
                         raise  # this configuration is not compiled (_split_uniform_conditions)
                     registry.add_unmodeled(ir.Unmodeled(def_span.line, "kernel body", _not_compiled_text(e)))
                 except I.Unsupported as e:
@@ -2188,7 +2225,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
     discovered: dict = {}
     unmodeled0 = dict(registry.unmodeled)
     try:
-        first = run_all({}, discovered, ctas)
+        first = _first_run(run_all, discovered, ctas, bound, registry)
     except I.Unsupported:
         return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
     written = _written_gmem(first) | registry.atomic_gmem
@@ -2241,8 +2278,14 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
             registry.unmodeled.update(unmodeled0)
             for k in decided:
                 del splits[k]
-        runs = [first] if configs == [ir.TripConfig({})] and not decided else \
-            [run_all(c.trips, {}, ctas) for c in configs]
+        if configs == [ir.TripConfig({})] and not decided:
+            runs = [first]
+        elif registry.const_bounds:
+            # A compile-time check on a loop bound (`N // 8` fragments must be even) fails at some
+            # trip counts: no kernel is compiled with those, and their configurations are left out.
+            configs, runs = _compiled_configs(configs, lambda c: run_all(c.trips, {}, ctas, strict=True), registry)
+        else:
+            runs = [run_all(c.trips, {}, ctas) for c in configs]
         configs, runs = _split_uniform_conditions(configs, runs, splits, registry, unmodeled0,
                                                   lambda c: run_all(c.trips, {}, ctas, c.conds), bound)
     except I.Unsupported:

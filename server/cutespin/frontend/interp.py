@@ -2239,6 +2239,7 @@ class KernelInterp:
         if found is None:
             return v
         text, first, st = found
+        self.registry.const_bounds.add(text)
         # The first (discovery) run takes every loop at the bound, as `trip` does.
         return first + self.ctx.trips.get(text, self.ctx.trip_bound) * st
 
@@ -4093,6 +4094,7 @@ class Registry:
         # Short loops that only compute are checked as one trip at an unknown index, like long ones
         # (`loop_values`): the second try of a kernel whose unrolled body is past the budget.
         self.compact = compact
+        self.const_bounds: set = set()  # loop bound texts a compile-time condition took the value of
         self.shared: dict = {}  # (cta, uniform term) -> number of the shared condition value
         # Uniform values compared with constants (`Choice.enum`): (cta, term) -> number, and the
         # constants each is compared with.
