@@ -896,7 +896,7 @@ def _find_stages(self_obj, params):
 # Words in an attribute name that make it a size, not a count (`round_stage_elements`,
 # `a_stage_bytes`, `smem_layout_staged`): dsa_bwd's 4,096-element stage was taken for 4,096 stages,
 # and cuDNN's sm120 MXFP8 prefill's byte offset `k_sf_stage_hi_off` (256) for 256.
-_NOT_A_STAGE_COUNT = ("bytes", "elem", "layout", "size", "_off", "per_stage", "staged", "shape")
+_NOT_A_STAGE_COUNT = ("bytes", "elem", "layout", "size", "offset", "_off", "per_stage", "staged", "shape")
 
 
 def _names_stage_count(name: str) -> bool:
