@@ -2283,7 +2283,13 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         elif registry.const_bounds:
             # A compile-time check on a loop bound (`N // 8` fragments must be even) fails at some
             # trip counts: no kernel is compiled with those, and their configurations are left out.
-            configs, runs = _compiled_configs(configs, lambda c: run_all(c.trips, {}, ctas, strict=True), registry)
+            try:
+                configs, runs = _compiled_configs(configs, lambda c: run_all(c.trips, {}, ctas, strict=True),
+                                                  registry)
+            except I.Unsupported as e:
+                if not e.whole_kernel:  # no trip count traces (a budget is recorded by run_all)
+                    registry.add_unmodeled(ir.Unmodeled(def_span.line, "kernel body", _not_compiled_text(e)))
+                raise
         else:
             runs = [run_all(c.trips, {}, ctas) for c in configs]
         configs, runs = _split_uniform_conditions(configs, runs, splits, registry, unmodeled0,
