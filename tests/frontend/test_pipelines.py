@@ -160,6 +160,45 @@ if cute.arch.warp_idx() == 0:
     assert arrives == ["pipeline.full", "pipeline.full[1]"]
 
 
+CLONED_RELEASER = """\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=4)
+sBuf = smem.allocate_tensor(cutlass.Float32, cute.make_layout((32, 2)))
+lane = cute.arch.lane_idx()
+producer, consumer = pipeline.PipelineAsync.create(
+    num_stages=2,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    barrier_storage=bars,
+).make_participants()
+if cute.arch.warp_idx() == 0:
+    for i in cutlass.range(3):
+        h = producer.acquire_and_advance()
+        sBuf[lane, h.index] = 1.0
+        h.commit()
+    producer.tail()
+if cute.arch.warp_idx() == 1:
+    releaser = consumer.clone()
+    for i in cutlass.range(3):
+        h = consumer.wait_and_advance()
+        mA[lane] = sBuf[lane, h.index]
+        RELEASE
+"""
+
+
+def test_a_cloned_consumer_releases_the_stages_the_original_waited_for(require_spin):
+    # flash-attn's hd256 backward: `load_q_releaser = load_q_consumer.clone()` releases each
+    # stage (then advances) after the original waited on it.
+    from cutespin import api
+    src = kernel_source(CLONED_RELEASER.replace("RELEASE", "releaser.release()\n        releaser.advance()"))
+    kr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    assert kr.verdict == "verified" and not kr.unmodeled, (kr.verdict, kr.reason, kr.unmodeled)
+    # A releaser that never advances releases stage 0 each time: stage 1 is never freed.
+    stuck = api.check_source(kernel_source(CLONED_RELEASER.replace("RELEASE", "releaser.release()")), "k.py",
+                             Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    assert stuck.verdict == "counterexample" and [f.code for f in stuck.findings] == ["CS101"], stuck.reason
+
+
 def test_unknown_stage_count_is_unmodeled_not_guessed():
     src = kernel_source("""\
 pipe = pipeline.PipelineAsync.create(num_stages=cute.size(mA, mode=[0]), producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),

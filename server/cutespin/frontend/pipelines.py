@@ -755,8 +755,13 @@ def participant_method(it, part: Participant, meth: str, args, kwargs, node):
         return None
     if meth == "current_handle":
         return Handle(pipe, part.side, st.index, st.phase, st.count)
+    if meth == "clone":
+        # `load_q_releaser = load_q_consumer.clone()` (flash-attn's hd256 backward): a second
+        # participant of the same pipeline, at a copy of this one's state.
+        return Participant(pipe, part.side, st.copy())
     it.unmodeled(node, f"pipeline {part.side}.{meth}", "method not modeled")
-    return None
+    # Not None: a method called on the result is unmodeled too, never taken for a trace failure.
+    return Unknown(f"result of {part.side}.{meth}")
 
 
 def handle_method(it, h: Handle, meth: str, node):
