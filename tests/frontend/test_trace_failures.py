@@ -257,6 +257,15 @@ def test_trip_counts_a_compile_time_check_on_the_loop_bound_rejects_are_left_out
     assert racy.verdict == "counterexample" and [f.code for f in racy.findings] == ["CS201"], racy.reason
 
 
+def test_the_rerun_for_a_tensor_the_kernel_writes_keeps_the_trip_counts_that_trace():
+    # The kernel reads mA's first element into a condition and writes mA: the discovery run is
+    # repeated once that is known, at the trip counts the first one found to trace.
+    body = EVEN_FRAGMENTS.replace("if warp_idx == 0:\n", "if warp_idx == 0 and mA[0] > 0:\n", 1)
+    m = build_models(kernel_source(body, init="self.n = mystery()"), "k.py", SETTINGS)[0]
+    assert not m.unmodeled, m.unmodeled
+    assert {c.trips.get("n_frags") for c in m.configs} == {2}
+
+
 def test_a_check_that_fails_at_every_trip_count_is_still_unmodeled():
     src = kernel_source(EVEN_FRAGMENTS.replace("n_frags % 2 != 0", "n_frags > 0"), init="self.n = mystery()")
     m = build_models(src, "k.py", SETTINGS)[0]

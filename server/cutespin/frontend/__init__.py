@@ -1991,9 +1991,10 @@ def _raised_at_a_trip_count(e: Exception, registry) -> bool:
 
 
 def _first_run(run_all, discovered: dict, ctas: int, bound: int, registry):
-    """The discovery run (every runtime loop at the bound). If the trace raises there after a
-    compile-time condition took a loop bound's value, smaller counts of those bounds are tried,
-    so that the loops are still found; the last try records the failure as unmodeled."""
+    """The discovery run (every runtime loop at the bound) and the trip counts it took. If the
+    trace raises there after a compile-time condition took a loop bound's value, smaller counts
+    of those bounds are tried, so that the loops are still found; the last try records the
+    failure as unmodeled."""
     tries = [None] + list(range(bound - 1, 0, -1))
     i = 0
     while i < len(tries):
@@ -2012,7 +2013,7 @@ def _first_run(run_all, discovered: dict, ctas: int, bound: int, registry):
             registry.assume(f"the kernel's trace raises when the runtime loop bound "
                             f"{', '.join(f'`{x}`' for x in sorted(trips))} takes {bound} trips (a compile-time check "
                             f"on it): the loops were found with {t}")
-        return first
+        return first, trips
     raise I.Unsupported("no trip count traces")  # not reached: the last try records the failure
 
 
@@ -2225,7 +2226,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
     discovered: dict = {}
     unmodeled0 = dict(registry.unmodeled)
     try:
-        first = _first_run(run_all, discovered, ctas, bound, registry)
+        first, first_trips = _first_run(run_all, discovered, ctas, bound, registry)
     except I.Unsupported:
         return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
     written = _written_gmem(first) | registry.atomic_gmem
@@ -2238,7 +2239,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         registry.enum_ordered.clear()
         registry.shared_sites.clear()
         try:
-            first = run_all({}, discovered, ctas)
+            first = run_all(first_trips, discovered, ctas)
         except I.Unsupported:
             return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
     uses_flags = any(isinstance(op, (I.RawFlagWait, I.RawFlagUpdate)) for _, _, it in first for op in ir.walk(it.out))
@@ -2248,7 +2249,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         if want != ctas:
             ctas = want
             try:
-                first = run_all({}, discovered, ctas)
+                first = run_all(first_trips, discovered, ctas)
             except I.Unsupported:  # the interpretation budget, now over more CTAs
                 return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
         registry.assume("CTAs that spin on a GMEM flag written by another CTA are co-resident")
