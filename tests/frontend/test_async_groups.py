@@ -281,3 +281,15 @@ class K:
 '''
     k = build_models(src, "k.py", Settings())[0]
     assert not k.unmodeled, k.unmodeled
+
+
+def test_a_long_loop_of_copies_is_not_checked_as_one_trip():
+    # Nothing in its text names synchronization, but each trip issues a cp.async copy: one trip
+    # does not stand for 1024 of them.
+    k, _ = _ops("""
+for i in cutlass.range(1024):
+    cute.copy(thr, tAgA, tAsA[None, None, i % 2])
+cute.arch.cp_async_commit_group()
+cute.arch.cp_async_wait_group(0)
+""")
+    assert any("checked as one trip, does more than load and store" in u.why for u in k.unmodeled), k.unmodeled

@@ -345,6 +345,30 @@ def test_fastmath_does_not_name_tma():
     assert all(SYNC_TEXT_RE.search(t) for t in ("tma_atom", "make_tma_tile_atom", "self.use_tma", "tma"))
 
 
+def test_what_a_long_loop_stores_into_a_dict_is_unknown_after_it():
+    # `d["n"]` counted once for 1024 trips would be 1: `> 1` False, the barrier silently gone.
+    from cutespin import ir
+    m = build_models(source("""\
+        d = {"n": 0}
+        for j in cutlass.range(1024):
+            d["n"] = d["n"] + 1
+        if d["n"] > 1:
+            cute.arch.sync_threads()
+        """), "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    assert any(isinstance(x, ir.NamedBarrier) for p in m.processes for v in p.variants for x in ir.walk(v))
+
+
+def test_a_long_loop_that_sets_an_attribute_is_not_one_trip():
+    # `self.total += 1` once is not 1024 times, and an attribute outlives the loop.
+    (m,) = build_models(source("""\
+        self.total = 0
+        for j in cutlass.range(1024):
+            self.total += 1
+        """), "k.py", Settings())
+    assert any("1024 iterations" in u.why for u in m.unmodeled), m.unmodeled
+
+
 # ---------------------------------------------------------------- SimpleNamespace bundles
 def test_buffers_bundled_in_a_simple_namespace_are_followed(require_spin):
     # flash-attn-4 passes shared-memory views to helpers in a `SimpleNamespace`.

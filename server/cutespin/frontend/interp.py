@@ -425,6 +425,16 @@ def _mutates_attributes(node, is_value: Callable) -> bool:
                and is_value(_chain_root(c.func.value)) for c in _calls_in(node))
 
 
+def _subscript_store_bases(node) -> set:
+    """The local names a node stores into by subscript (`d["n"] = x`, `acc[i] += y` -> d, acc)."""
+    found = set()
+    for n in cst_matchers.findall(node, cst_matchers.Assign() | cst_matchers.AugAssign()):
+        for t in ([t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]):
+            if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name):
+                found.add(t.value.value)
+    return found
+
+
 def _method_receivers(node) -> set:
     """The local names a node calls methods on (`elems.append(x)` -> `elems`)."""
     return {c.func.value.value for c in _calls_in(node)
@@ -1752,7 +1762,8 @@ class KernelInterp:
                                          f"memory: checked as one trip at an unknown index")
                     self.summarized_loops.add(node)
                     return [Unknown("index of a long loop")]
-                raise Unsupported(f"loop of {trips} iterations with synchronization")
+                raise Unsupported(f"loop of {trips} iterations with synchronization or state it keeps (only a loop "
+                                  f"that loads and stores is checked as one trip)")
             if trips > 1 and self.registry.compact and self.summarizable(node):
                 # The second try of a kernel past the budget (`build_models`): a short loop that
                 # names no synchronization and calls only plain code is one trip at an unknown
@@ -1867,6 +1878,11 @@ class KernelInterp:
         if broken and not (self.out is out0 and _loads_and_stores_only(out0[n0:])):
             # The trips a break would skip synchronize (a helper, a method): not modeled.
             raise Unsupported("break/continue under a runtime condition")
+        if stmt in self.summarized_loops and not (self.out is out0 and _loads_and_stores_only(out0[n0:])):
+            # One trip stands for all of them only where a trip just loads and stores: a copy or
+            # an arrive its text does not name (`cute.copy(atom, ...)`) counts once per trip.
+            raise Unsupported(f"the loop at line {self.span(stmt).line}, checked as one trip, does more than load "
+                              f"and store")
         if broken:
             self.registry.assume(f"the loop at line {self.span(stmt).line} leaves early under a runtime condition "
                                  f"(`break`) and cannot synchronize: all its trips are checked, so its loads and "
@@ -1878,9 +1894,9 @@ class KernelInterp:
             for name in _local_names(stmt)[1] | (_method_receivers(stmt) if broken else set()):
                 if name in self.env:
                     self.env[name] = Unknown(f"{name} {why}")
-            for name in _method_receivers(stmt):
-                if isinstance(self.env.get(name), list):
-                    # `elems.append(x)` ran once for all the trips: the list is not known.
+            for name in _method_receivers(stmt) | _subscript_store_bases(stmt):
+                if isinstance(self.env.get(name), (list, dict)):
+                    # `elems.append(x)`, `d["n"] = ...` ran once for all the trips: not known.
                     self.env[name] = Unknown(f"{name} {why}")
             self.reg_values = {}
 
@@ -1889,6 +1905,8 @@ class KernelInterp:
         functions, plain package helpers, and methods of the data it reads and writes (cuDNN's
         block scan: `x = (sp + t).load(); (sp + t).store(acc)` over 1024 entries)."""
         return (isinstance(node, cst.For) and not _names_sync(node)
+                # State a trip leaves in an attribute (`self.count += 1`) would keep one trip's value.
+                and not _mutates_attributes(node, lambda name: name == "self" or name in self.env)
                 and _calls_only_plain_code(node, self.info, project=self.root_info.project, is_data=self.holds_data))
 
     def holds_data(self, name: str) -> bool:
@@ -1898,7 +1916,8 @@ class KernelInterp:
         loop, `end_loop`)."""
         v = self.env.get(name)
         if isinstance(v, list) and self.registry.compact:
-            return all(_plain_datum(e) for e in v)
+            # Values only: the list is forgotten after the loop, and a buffer in it must not be.
+            return all(_plain_datum(e) and not _holds_memory(e) for e in v)
         return _plain_datum(v)
 
     def trip(self, text: str, node) -> int:
@@ -5069,17 +5088,22 @@ def ptx_bulk_load(it, mnemonic: str, ins_text: str, ins: list, n_out: int, plain
         it.unmodeled(node, "cute.arch.inline_ptx", f"`{mnemonic}` with {len(ops)} operands not modeled")
         return
     dst, size, bar = (ptx_operand_value(ops[i], ins, n_out, plain) for i in (0, 2, 3))
-    bar = it.bar_of(bar, node)
-    if bar is None:
-        return
-    if not isinstance(dst, Smem) or dst.tmem:
-        it.unmodeled(node, "cute.arch.inline_ptx", f"`{mnemonic}` whose shared-memory destination could not be "
-                                                   f"resolved")
-        return
-    if not _is_int(size):
-        it.unmodeled(node, "cute.arch.inline_ptx", f"`{mnemonic}` whose byte count does not fold")
-        return
-    it.emit(RawTmaLoad(it.span(node), bar, _as_view(dst).at(inexact=True), it.mask, nbytes=size * _popcount(it.mask)))
+    # From a raw address, n bytes are not one element of the buffer's layout: the whole buffer.
+    emit_bulk_load(it, _as_view(dst).at(inexact=True) if isinstance(dst, Smem) else dst, bar, size, node,
+                   "cute.arch.inline_ptx", f"`{mnemonic}`")
+
+
+def emit_bulk_load(it, dst, bar, nbytes, node, construct: str, subject: str = "the copy"):
+    """A bulk (non-tensor) copy from global into shared memory by every active lane, completing
+    `nbytes` per lane on the mbarrier `bar`: the asynchronous write of a TMA load (inline PTX
+    `cp.async.bulk.shared::cluster.global...`, cutlass.primitives' `cp_async_bulk_shared_cluster_global`)."""
+    if not isinstance(bar, Smem) or bar.inexact or not isinstance(dst, Smem) or dst.tmem:
+        it.unmodeled(node, construct, f"{subject} whose destination buffer or transaction barrier could not be "
+                                      f"resolved")
+    elif not _is_int(nbytes):
+        it.unmodeled(node, construct, f"{subject} whose byte count does not fold")
+    else:
+        it.emit(RawTmaLoad(it.span(node), bar, dst, it.mask, nbytes=int(nbytes) * _popcount(it.mask)))
 
 
 def ptx_st_async(it, mnemonic: str, ins_text: str, ins: list, n_out: int, plain: bool, node):
@@ -6583,11 +6607,7 @@ def h_prim_bulk_copy(it, args, kwargs, node):
     TMA load into this CTA's shared memory that completes `bytes` transaction bytes on `mbar`,
     as a TMA `cute.copy(..., tma_bar_ptr=mbar)`."""
     dst, bar, nbytes = _kw(args, kwargs, 0, "dst"), _kw(args, kwargs, 2, "mbar"), _kw(args, kwargs, 3, "size")
-    if not isinstance(bar, Smem) or not isinstance(dst, Smem):
-        it.unmodeled(node, "primitives.cp_async_bulk_shared_cluster_global",
-                     "the destination buffer or the transaction barrier could not be resolved")
-        return None
-    it.emit(RawTmaLoad(it.span(node), bar, dst, it.mask, nbytes=_tx_value(nbytes)))
+    emit_bulk_load(it, dst, bar, nbytes, node, "primitives.cp_async_bulk_shared_cluster_global")
     return None
 
 
