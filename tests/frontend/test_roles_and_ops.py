@@ -537,6 +537,46 @@ def reduce''')
     assert [u.why for u in m.unmodeled] == ["helper calls nested too deeply"]
 
 
+EXP2_METHOD = """\
+@cute.jit
+def _exp2f(self, x):
+    if cutlass.const_expr(isinstance(x, cute.TensorSSA)):
+        res = cute.make_rmem_tensor(x.shape, cutlass.Float32)
+        res.store(x)
+        for i in cutlass.range_constexpr(cute.size(x.shape)):
+            res[i] = self._exp2f(res[i])
+BODY
+        return res.load()
+    return cute.math.exp2(x, fastmath=True)
+"""
+
+
+def _exp2_kernel(body_line: str) -> str:
+    # cuDNN's NSA selection kernel: a method of the kernel object calling itself per element
+    # under `const_expr(isinstance(x, TensorSSA))`, which does not fold.
+    return kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, num_elems=1)
+if cute.arch.thread_idx()[0] == 0:
+    cute.arch.mbarrier_init(bar, 64)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+y = self._exp2f(mA[0])
+cute.arch.mbarrier_arrive(bar)
+""", extra_class=EXP2_METHOD.replace("BODY\n", body_line))
+
+
+def test_a_method_recursing_per_element_that_only_computes_is_cut_not_reported():
+    m = model(_exp2_kernel(""))
+    assert not m.unmodeled
+    assert kinds(ir.walk(ops(m, 0))).count("MbArrive") == 1
+
+
+def test_a_recursing_method_that_sets_an_attribute_is_still_reported():
+    m = model(_exp2_kernel("        self.calls = self.calls + 1\n"))
+    assert [u.why for u in m.unmodeled] == ["helper calls nested too deeply"]
+
+
 def test_a_helper_taking_a_dtype_or_a_tensor_recurses_once_on_isinstance_type():
     # flash-attn's `cvt_f16(src, dst_or_dtype)`: given a dtype it makes the tensor and calls
     # itself with it; `isinstance(x, type)` must fold both ways or the recursion never ends.

@@ -137,6 +137,17 @@ def _plain_helper(fn: "FuncRef", args, kwargs) -> bool:
                    or type(v).__module__.endswith("pipelines") for v in values)
 
 
+def _computing_method(fn: "FuncRef", args, kwargs) -> bool:
+    """A method of the kernel object that only computes: it names no synchronization or memory
+    operation, gets no memory, barrier or pipeline object besides `self`, and sets no attribute
+    (`self.x = ...`, `self.state.advance()`)."""
+    if _names_sync(fn.node) or _mutates_attributes(fn.node, lambda name: name == "self"):
+        return False
+    values = list(args) + list(kwargs.values()) + ([fn.bound] if fn.bound is not None else [])
+    return not any(isinstance(v, (Smem, Gmem, Storage, NamedBarrierObj, TryWaitResult, Record))
+                   or type(v).__module__.endswith("pipelines") for v in values)
+
+
 # Library reads whose value may differ between threads, or between two reads in one thread:
 # a helper calling one does not compute one value for the CTA (`uniform_helper_result`).
 THREAD_VARIANT_CALLS = {"clock", "clock64", "globaltimer", "globaltimer_lo", "globaltimer_hi", "smid", "nsmid",
@@ -3370,6 +3381,12 @@ class KernelInterp:
                 and _calls_only_plain_code(fn.node, fn.module or self.root_info, project=self.root_info.project):
             # A sync-free helper calling itself (quack's bitonic sort halving a size the
             # interpreter does not know): the inner calls cannot change the model.
+            return Unknown(f"result of {fn.qualname}")
+        if fn.bound_self and fn.node in self.active_helpers and _computing_method(fn, args, kwargs) and \
+                _calls_only_plain_code(fn.node, fn.module or self.root_info, project=self.root_info.project):
+            # The same for a method of the kernel object (cuDNN's `self._exp2f(x)` calling itself
+            # per element under `const_expr(isinstance(x, TensorSSA))`, which does not fold): it
+            # names no synchronization, gets no memory and sets no attribute.
             return Unknown(f"result of {fn.qualname}")
         key = _memo_key(fn, args, kwargs) if plain else None
         if key is None:
