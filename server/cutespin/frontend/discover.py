@@ -4,6 +4,7 @@ Static only: the file is parsed with libcst and never imported or executed.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Optional
@@ -404,9 +405,16 @@ def is_property_accessor(fn: cst.FunctionDef) -> bool:
 def self_assignments(cls: Optional[cst.ClassDef]) -> list:
     """Every `self.x = expr` in the class's methods, in source order (method order, then body);
     given a statement instead of a class, those in the statement."""
-    out: list = []
     if cls is None:
-        return out
+        return []
+    return list(_self_assignments(cls))
+
+
+@functools.lru_cache(maxsize=8192)
+def _self_assignments(cls: cst.CSTNode) -> tuple:
+    # Cached by node (libcst nodes hash by identity and never change): host code asks again for
+    # every statement of every method it runs, once per configuration.
+    out: list = []
 
     class V(cst.CSTVisitor):
         def visit_Assign(self, node: cst.Assign):
@@ -430,8 +438,8 @@ def self_assignments(cls: Optional[cst.ClassDef]) -> list:
 
     if not isinstance(cls, cst.ClassDef):
         cls.visit(V())  # one statement or function (host code run statement by statement)
-        return out
+        return tuple(out)
     for item in cls.body.body:
         if isinstance(item, cst.FunctionDef):
             item.visit(V())
-    return out
+    return tuple(out)
