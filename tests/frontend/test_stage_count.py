@@ -78,3 +78,29 @@ def test_a_deep_ring_caps_the_default_loop_bound_and_says_so():
     assert build_models(kernel_source(BODY, init="self.num_stages = 16\n"), "k.py", Settings())[0].bounds["loop"] == 33
     pinned = build_models(kernel_source(BODY, init="self.num_stages = 64\n"), "k.py", Settings(loop_bound=40))[0]
     assert pinned.bounds["loop"] == 40 and not any("not 2 x" in a for a in pinned.assumptions)
+
+
+def test_a_method_named_like_a_stage_count_is_called_not_read_as_one():
+    # cuDNN's indexer forward calls `self.consumer_split_qstage(...)`: the name reads like a
+    # stage count, and it was taken for an attribute of the default 2 stages, so the call (which
+    # arrives on a barrier) was an unknown call receiving a barrier.
+    from cutespin import ir
+    from cutespin.config import Settings
+    from cutespin.frontend import build_models
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, num_elems=1)
+if cute.arch.thread_idx()[0] == 0:
+    cute.arch.mbarrier_init(bar, 64)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+self.consumer_split_qstage(bar)
+""", extra_class="""\
+@cute.jit
+def consumer_split_qstage(self, bar):
+    cute.arch.mbarrier_arrive(bar)
+""")
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    assert not any("consumer_split_qstage" in a for a in m.assumptions)
+    assert any(isinstance(o, ir.MbArrive) for o in ir.walk(m.processes[0].variants[0]))

@@ -355,8 +355,10 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
             self_obj.attrs[attr] = Unknown(val.why, key=I._leaf("self", attr if n == 1 else f"{attr}#{n}"))
     # Stage counts a base class in another module sets (`self.num_stages`): unknown here, so that
     # the `stages` pin or the default stage count applies to them like to the class's own.
+    # A method is no stage count, whatever its name (cuDNN's `self.consumer_split_qstage(...)`
+    # read as an attribute of 2 stages).
     for attr in _self_attribute_reads(site.cls):
-        if _is_stage_count_name(attr):
+        if _is_stage_count_name(attr) and attr not in every:
             self_obj.attrs.setdefault(attr, Unknown(f"self.{attr} (set outside this class)"))
     return self_obj
 
