@@ -304,3 +304,61 @@ def test_a_per_configuration_count_still_finds_the_warp_that_does_not_release():
     fr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False)
     k = fr.kernels[0]
     assert k.verdict == "counterexample" and {f.code for f in k.findings} == {"CS101"}, (k.verdict, k.reason)
+
+
+CLASS_CHOICE = """\
+import cutlass
+import cutlass.cute as cute
+
+
+class Once:
+    @staticmethod
+    @cute.jit
+    def signal(bar):
+        cute.arch.mbarrier_arrive(bar)
+
+
+class Twice:
+    @staticmethod
+    @cute.jit
+    def signal(bar):
+        cute.arch.mbarrier_arrive(bar)
+        cute.arch.mbarrier_arrive(bar)
+
+
+class K:
+    def __init__(self, twice: bool):
+        if twice:
+            self.Signaller = Twice
+        else:
+            self.Signaller = Once
+
+    @cute.jit
+    def __call__(self, mA: cute.Tensor):
+        self.signaller_cls = self.Signaller
+        self.kernel(mA).launch(grid=(1, 1, 1), block=(64, 1, 1))
+
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor):
+        smem = cutlass.utils.SmemAllocator()
+        bar = smem.allocate_array(cutlass.Int64, num_elems=1)
+        if cute.arch.thread_idx()[0] == 0:
+            cute.arch.mbarrier_init(bar, 64)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        self.signaller_cls.signal(bar)
+        cute.arch.mbarrier_wait(bar, 0)
+"""
+
+
+def test_a_class_the_host_picks_on_a_constructor_argument_is_that_class_in_each_configuration():
+    # flash-attn's backward kernels: `self.TileScheduler = SingleTileVarlenScheduler if
+    # has_seqused_q else ...`, then `self.tile_scheduler_cls.create(...)` in the kernel. The merged
+    # attribute was an unknown object, so every scheduler method (which signal the other warps)
+    # was unmodeled. Each value of the condition is a configuration, with its own class.
+    m = build_models(CLASS_CHOICE, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    arrives = sorted({sum(isinstance(o, ir.MbArrive) for o in ir.walk(v)) for v in m.processes[0].variants})
+    assert arrives == [1, 2], arrives
+    labels = [c.cond_labels for c in m.configs]
+    assert all(len(ls) == 1 and ls[0].startswith("`twice` (line 22)") for ls in labels), labels

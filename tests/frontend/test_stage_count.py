@@ -9,7 +9,7 @@ from pathlib import Path
 from cutespin.frontend import _find_stages
 from cutespin.frontend.interp import _union_keys
 
-from ..kernels import kernel_source
+from ..kernels import HEADER, kernel_source
 
 
 def test_sizes_of_a_stage_are_not_stage_counts():
@@ -104,3 +104,59 @@ def consumer_split_qstage(self, bar):
     assert not m.unmodeled, m.unmodeled
     assert not any("consumer_split_qstage" in a for a in m.assumptions)
     assert any(isinstance(o, ir.MbArrive) for o in ir.walk(m.processes[0].variants[0]))
+
+
+OPTIONAL_RING = HEADER + """
+from typing import Optional
+
+
+class K:
+    def __init__(self):
+        self.num_stages_b = 0
+
+    @cute.jit
+    def __call__(self, mA: cute.Tensor, mB: Optional[cute.Tensor] = None):
+        self.has_b = mB is not None
+        if cutlass.const_expr(self.has_b):
+            self.num_stages_b = 3
+        self.kernel(mA, mB).launch(grid=(1, 1, 1), block=(64, 1, 1))
+
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor, mB: Optional[cute.Tensor]):
+        smem = cutlass.utils.SmemAllocator()
+        bars = smem.allocate_array(cutlass.Int64, num_elems=6)
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if cutlass.const_expr(self.has_b):
+            pipe = pipeline.PipelineAsync.create(
+                num_stages=self.num_stages_b,
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+                consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+                barrier_storage=bars,
+            )
+            if warp_idx == 0:
+                state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.num_stages_b)
+                for i in cutlass.range(4):
+                    pipe.producer_acquire(state)
+                    pipe.producer_commit(state)
+                    state.advance()
+            else:
+                state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.num_stages_b)
+                for i in cutlass.range(4):
+                    pipe.consumer_wait(state)
+                    pipe.consumer_release(state)
+                    state.advance()
+"""
+
+
+def test_a_ring_whose_stage_count_the_host_sets_for_an_optional_tensor_has_that_count():
+    # flash-attn's MLA backward: `self.num_stages_dKr = 2` only `if const_expr(mdK is not None)`
+    # (0 otherwise), and the kernel builds that ring under the same condition. Its count was
+    # "not known (differs between the branches)" and the ring unmodeled; in each configuration
+    # of the condition it is the number that side set.
+    from cutespin import ir
+    from cutespin.config import Settings
+    from cutespin.frontend import build_models
+    m = build_models(OPTIONAL_RING, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    inits = {len([o for o in ir.walk(v) if isinstance(o, ir.MbInit)]) for p in m.processes for v in p.variants}
+    assert 6 in inits, inits  # the 3-stage ring's full and empty barriers, in the configuration that has it

@@ -58,6 +58,8 @@ class KernelEnv:
     # self.NUM_CTAS == 2 else (1, 1)` given the modeled 1-CTA cluster has `NUM_CTAS == 2` False
     # (condition term -> value; `pinned_select_facts`).
     host_facts: dict = field(default_factory=dict)
+    # The host's `if`s on uniform conditions: (cta, condition term) -> (line, text, negated).
+    host_sites: dict = field(default_factory=dict)
 
 
 # Larger files are refused: libcst needs about 25 s and 0.5 GB per 500 KB of Python, far more than
@@ -161,10 +163,15 @@ def check_shape(text: str) -> Optional[SyntaxError]:
     return None
 
 
-def _quiet_interp(info, self_obj, methods, env=None, cta=0, warp=0, cluster=1, stage_default=None):
+def _quiet_interp(info, self_obj, methods, env=None, cta=0, warp=0, cluster=1, stage_default=None, sites=None):
+    """An interpreter for host code. `sites`, when given, collects the `if`s it meets on uniform
+    conditions (`Registry.branch_sites`), so that a kernel configuration fixing a condition the
+    host branched on (`self.TileScheduler = A if c else B`) is labelled by that `if`."""
     ctx = I.WarpContext(cta=cta, warp=warp, cluster=cluster, ctas=1, threads=32, trips={}, trip_bound=1,
                         discovered={})
     it = I.KernelInterp(info, ctx, self_obj, methods, env or {}, I.Registry(None))
+    if sites is not None:
+        it.registry.branch_sites = sites
     it.host_stage_default = stage_default
     it.host = True
     return it
@@ -291,7 +298,7 @@ def _cluster_sides(info: ModuleInfo, fn: cst.FunctionDef, pins: dict, assumption
 
 
 def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
-               defaulted: Optional[set] = None, forced: Optional[list] = None) -> SelfObj:
+               defaulted: Optional[set] = None, forced: Optional[list] = None, sites: Optional[dict] = None) -> SelfObj:
     """`self.*` attributes as the class's methods set them (`__init__` first), interpreted with
     their control flow: an attribute set differently on two branches becomes unknown. A value
     folded by one method is kept when a later method re-assigns it from something unknown. A
@@ -316,7 +323,7 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
         if fn is None or fn is site.node:
             continue
         before = dict(self_obj.attrs)
-        it = _quiet_interp(info, self_obj, methods, stage_default=_host_stage_default(pins))
+        it = _quiet_interp(info, self_obj, methods, stage_default=_host_stage_default(pins), sites=sites)
         it.no_inline.add(site.node)
         if name == "__init__":
             it.host_attribute_versions = versions
@@ -599,7 +606,8 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
     ignored = [(k, pins.pop(k)) for k in SHAPE_PINS if k in pins and not _positive_pin(k, pins[k])]
     defaulted: set = set()  # cluster-shape host arguments given the assumed 1-CTA shape
     forced: list = []  # host branches taken for the modeled cluster (`_cluster_sides`)
-    self_obj = _fold_self(info, site, methods, pins, defaulted, forced) if site.cls is not None else None
+    host_sites: dict = {}  # (cta, uniform condition) -> its host `if` (Registry.branch_sites)
+    self_obj = _fold_self(info, site, methods, pins, defaulted, forced, host_sites) if site.cls is not None else None
     assumptions: list = [f"pin `{k}={v}` ignored: expected a positive integer" for k, v in ignored]
     assumptions += list(dict.fromkeys(forced))
     host_facts: dict = {}
@@ -624,7 +632,7 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
     threads = cluster = grid = None
     if launch is not None:
         host = launch.host
-        it = _quiet_interp(info, self_obj, methods, stage_default=_host_stage_default(pins))
+        it = _quiet_interp(info, self_obj, methods, stage_default=_host_stage_default(pins), sites=host_sites)
         it.no_inline.add(site.node)
         for p in host.params.params:
             n = p.name.value
@@ -724,7 +732,7 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
         block_tie = block_argument = None
     return KernelEnv(self_obj, params, threads, cluster, grid if isinstance(grid, int) else None,
                      stages, pins.get("loop", settings.loop_bound), assumptions, block_tie, block_argument,
-                     block_dims, block_shape_unknown, host_facts)
+                     block_dims, block_shape_unknown, host_facts, host_sites)
 
 
 def pinned_select_facts(val, pinned) -> dict:
@@ -2147,6 +2155,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
     env = kernel_env(info, site, settings)
     methods = class_methods(site.cls)
     registry = I.Registry(env.stages, _stage_counts(env.self_obj, env.params), env.host_facts, compact=compact)
+    registry.host_sites = {key: where for (_, key), where in env.host_sites.items()}
     registry.assume("memory-model policies: " + ("strict" if settings.strict else "default (CUTLASS-compatible)"))
     for a in env.assumptions:
         registry.assume(a)

@@ -2476,7 +2476,7 @@ class KernelInterp:
         q = self.qualify(node)
         if q:
             return LIBRARY_CONSTANTS.get(canonical(q)) or self.ref(q)
-        base = self.eval(node.value)
+        base = self.select_class(self.eval(node.value), node)
         attr = node.attr.value
         if isinstance(base, SelfObj):
             if attr in base.attrs:
@@ -2972,7 +2972,7 @@ class KernelInterp:
         if isinstance(func, cst.Attribute) and self.qualify(func) is None:
             if func.attr.value == "__setattr__" and isinstance(func.value, cst.Name) and func.value.value == "object":
                 return self.object_setattr(args, node)
-            base = self.eval(func.value)
+            base = self.select_class(self.eval(func.value), node)
             meth = func.attr.value
             if not isinstance(base, (ModuleRef, SelfObj, ClassRef)):
                 if self.reg_values:
@@ -2980,7 +2980,7 @@ class KernelInterp:
                 return self.call_method(base, meth, args, kwargs, node)
         if isinstance(func, cst.Name) and func.value == "super" and func.value not in self.env:
             return SuperRef(self.env.get("self", self.self_obj))
-        target = self.eval(func)
+        target = self.select_class(self.eval(func), node)
         return self.call_value(target, args, kwargs, node, func)
 
     def call_value(self, target, args, kwargs, node, func=None):
@@ -3627,7 +3627,27 @@ class KernelInterp:
         if self.ctx.splits is not None:
             for c in conds:
                 if (cta, c) not in self.ctx.conds:
-                    site = self.registry.branch_sites.get((cta, c)) or (self.span(node).line, self.code(node))
+                    site = self.registry.branch_sites.get((cta, c)) or self.registry.host_sites.get(c) or \
+                        (self.span(node).line, self.code(node))
+                    self.ctx.splits.setdefault((cta, c), site)
+        return v
+
+    def select_class(self, v, node):
+        """A package class the host chose on uniform conditions (flash-attn's `self.TileScheduler =
+        SingleTileVarlenScheduler if has_seqused_q else ...`): each condition is a configuration of
+        its own (P14), and in each configuration the value is the class that side chose. Anything
+        else, or a choice not decided here, is returned as it is."""
+        if not _is_class_select(v):
+            return v
+        cta = self.ctx.cta
+        arm = _select_arm(v.key, lambda c: self.ctx.conds.get((cta, c), self.facts.get(c)))
+        if arm is not None:
+            return arm[2]
+        if self.ctx.splits is not None:
+            for c in _select_conditions(v.key):
+                if (cta, c) not in self.ctx.conds:
+                    site = self.registry.branch_sites.get((cta, c)) or self.registry.host_sites.get(c) or \
+                        (self.span(node).line, self.code(node))
                     self.ctx.splits.setdefault((cta, c), site)
         return v
 
@@ -4139,6 +4159,7 @@ class Registry:
         self.enum_ordered: list = []  # term number -> compared by order (`v < c`) somewhere
         self.shared_sites: list = []  # number -> (cta, line of the first site that evaluated it)
         self.branch_sites: dict = {}  # (cta, uniform condition term) -> (line, text) of its `if`
+        self.host_sites: dict = {}  # uniform condition term -> (line, text) of the host's `if` on it
         self.data_atomics: dict = {}  # relaxed atomics not taken as flag updates (see _data_atomic)
         # Global loads and stores through addresses that did not resolve to a kernel argument
         # (inline `st.global.v4 [$0]` of an integer address): (path, line, construct) -> Unmodeled,
@@ -6845,6 +6866,29 @@ def _eval_term(key, cond_value):
     return None
 
 
+def _select_arm(key, cond_value):
+    """The leaf a select term denotes once `cond_value` gives each select's condition (True /
+    False, None when not known); None when a condition is not known."""
+    while is_select(key):
+        c = _truth(key[3])
+        taken = cond_value(c) if c is not None else None
+        if taken is None:
+            return None
+        key = key[4] if taken else key[5]
+    return key
+
+
+def _class_leaves(key) -> bool:
+    """A select whose every arm is a package class (`_term` of a ClassRef)."""
+    if is_select(key):
+        return _class_leaves(key[4]) and _class_leaves(key[5])
+    return isinstance(key, tuple) and len(key) == 3 and key[0] == "class"
+
+
+def _is_class_select(v) -> bool:
+    return isinstance(v, Unknown) and not isinstance(v, LaneVal) and is_select(v.key) and _class_leaves(v.key)
+
+
 def _has_leaf(term, tag: str) -> bool:
     """Whether a uniform term is computed from a leaf with this tag."""
     if not isinstance(term, tuple) or len(term) < 3:
@@ -6888,6 +6932,10 @@ def _term(v):
         return _leaf("k", v)
     if isinstance(v, tuple) and len(v) <= 8:
         return _combine("tuple", "", *[_term(x) for x in v])
+    if isinstance(v, ClassRef):
+        # A package class is one object for every thread: `self.TileScheduler = A if c else B` set
+        # by the host is a select of classes, resolved per configuration (`KernelInterp.select_class`).
+        return _leaf("class", v)
     if isinstance(v, Gmem):
         # A kernel argument (or a view of it at a known offset) is the same tensor in every
         # thread: `mX = mX[None, bidz, None]` on one side of a uniform branch leaves `mX.shape`

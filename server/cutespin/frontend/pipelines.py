@@ -280,6 +280,10 @@ def stage_count(it, value, node, what: str):
     is left as it is (and reported where it is used)."""
     from .interp import DEFAULT_STAGES, _is_int, host_term
 
+    if isinstance(value, Unknown) and not isinstance(value, LaneVal):
+        # `self.num_stages_dKr = 2` on one side of the host's `if const_expr(mdK is not None)`:
+        # the count of each configuration of that condition (flash-attn's MLA backward).
+        value = it.select_index(value, node)
     if not isinstance(value, Unknown) or not host_term(value.key):
         return value  # a runtime value (a tensor's size) is not a configuration to guess
     n = it.registry.stages if _is_int(it.registry.stages) else DEFAULT_STAGES
