@@ -1064,12 +1064,19 @@ class KernelInterp:
         # folded index names an element (`access`). Set by run_body.
         self.element_params: frozenset = frozenset()
         self.lambda_depth = 0
+        self.anchored_spans: dict = {}  # (helper span, anchor) -> the span with that anchor (span)
 
     # ---------------------------------------------------------------- helpers
     def span(self, node) -> ir.Span:
         s = self.info.span(node)
         if s.path and self.anchor is not None:
-            s = replace(s, anchor=self.anchor)
+            # One span per (site, anchor): `replace` on every op of an inlined helper's body was
+            # a tenth of the front end's time on cuDNN's top-k kernel.
+            key = (s, self.anchor)
+            anchored = self.anchored_spans.get(key)
+            if anchored is None:
+                anchored = self.anchored_spans[key] = replace(s, anchor=self.anchor)
+            return anchored
         return s
 
     def unmodeled(self, node, construct: str, why: str):
@@ -1692,6 +1699,8 @@ class KernelInterp:
         (elsewhere Python itself would fail), which is how kernels guard configuration-dependent
         objects (`if const_expr(use_tma): tma_bar = ...` ... `if const_expr(use_tma): ...tma_bar`).
         `select` is the term of a uniform condition whose two sides both went on (`merge_value`)."""
+        if len(envs) == 2:
+            return self.merge_two_envs(envs[0], envs[1], node, select)
         merged = {}
         keys = _union_keys(envs)
         for k in keys:
@@ -1701,6 +1710,18 @@ class KernelInterp:
                 merged[k] = first
             else:
                 merged[k] = self.merge_value(vals, node, select if len(vals) == len(envs) else None)
+        return merged
+
+    def merge_two_envs(self, a: dict, b: dict, node, select=None) -> dict:
+        """merge_envs for two sides, the common case, in one pass over each (same result, same
+        key order: `a`'s names, then the names only `b` binds)."""
+        merged = {}
+        for k, v in a.items():
+            w = b.get(k, _ABSENT)
+            merged[k] = v if w is v or w is _ABSENT else self.merge_value([v, w], node, select)
+        for k, w in b.items():
+            if k not in a:
+                merged[k] = w
         return merged
 
     def merge_value(self, vals, node, select=None):
@@ -2746,6 +2767,11 @@ class KernelInterp:
         return self.binop(op, left, right)
 
     def binop(self, op, a, b):
+        ta, tb = type(a), type(b)
+        if ta is int and tb is int:
+            return _int_binop(op, a, b)  # most calls: lanes of lane values, loop arithmetic
+        if ta is Unknown and (tb is int or tb is Unknown) or ta is int and tb is Unknown:
+            return _unknown_binop(op, a, b)  # none of the buffer, pointer or lane cases below applies
         if isinstance(a, Smem) and a.tmem and op in (operator.add, operator.sub):
             # TMEM column offsets name the buffers carved out of one allocation (P13).
             known = _is_int(b) and a.offset != TMEM_UNKNOWN_OFFSET
@@ -2772,24 +2798,19 @@ class KernelInterp:
         if isinstance(a, LaneVal) or isinstance(b, LaneVal):
             av = a.vals if isinstance(a, LaneVal) else (a,) * 32
             bv = b.vals if isinstance(b, LaneVal) else (b,) * 32
-            return LaneVal(tuple(self.binop(op, x, y) for x, y in zip(av, bv)))
+            out, last = [], (_ABSENT, _ABSENT, None)
+            for x, y in zip(av, bv):
+                if x is last[0] and y is last[1]:
+                    out.append(last[2])  # a lane equal to the one before (warp-uniform operands)
+                    continue
+                r = _int_binop(op, x, y) if type(x) is int and type(y) is int else self.binop(op, x, y)
+                out.append(r)
+                last = (x, y, r)
+            return LaneVal(tuple(out))
         if isinstance(a, (str, PartialText)) and op in (operator.add, operator.mod):
             return text_binop(op, a, b)
         if isinstance(a, Unknown) or isinstance(b, Unknown):
-            # Identities on integers, so that `start + 0 * step` is `start` (the first trip of a
-            # prefetch loop names the same value as the main loop's start).
-            if op in (operator.add, operator.sub) and _is_int(b) and b == 0:
-                return a
-            if op is operator.add and _is_int(a) and a == 0:
-                return b
-            if op is operator.mul and (_is_int(a) and a == 0 or _is_int(b) and b == 0):
-                return 0
-            if op is operator.mul and _is_int(b) and b == 1:
-                return a
-            if op is operator.mul and _is_int(a) and a == 1:
-                return b
-            first = a if isinstance(a, Unknown) else b
-            return Unknown(first.why, key=_combine("op", _op_name(op), _term(a), _term(b)))
+            return _unknown_binop(op, a, b)
         if isinstance(a, (str, PartialText)) or isinstance(b, (str, PartialText)):
             return text_binop(op, a, b)
         if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and op is operator.add:
@@ -7059,12 +7080,16 @@ def _fresh_env(env: dict, memo: Optional[dict] = None) -> dict:
 
     out = {}
     for k, v in env.items():
-        if isinstance(v, P.PipeState):
-            v = state_copy(v)
-        elif isinstance(v, P.Participant):
-            v = memo.setdefault(id(v), (v, P.Participant(v.pipe, v.side, state_copy(v.state))))[1]
+        if isinstance(v, _STATEFUL):
+            if isinstance(v, P.PipeState):
+                v = state_copy(v)
+            else:
+                v = memo.setdefault(id(v), (v, P.Participant(v.pipe, v.side, state_copy(v.state))))[1]
         out[k] = v
     return out
+
+
+_STATEFUL = (P.PipeState, P.Participant)  # what _fresh_env copies
 
 
 def as_dtype(v):
@@ -7079,6 +7104,38 @@ def as_dtype(v):
 
 def _is_int(v) -> bool:
     return isinstance(v, int)
+
+
+_ABSENT = object()  # a name one side of a branch does not bind (merge_two_envs)
+
+
+def _unknown_binop(op, a, b):
+    """`binop` where an operand is unknown: its term, with the identities on integers applied so
+    that `start + 0 * step` is `start` (the first trip of a prefetch loop names the same value as
+    the main loop's start)."""
+    if op in (operator.add, operator.sub) and _is_int(b) and b == 0:
+        return a
+    if op is operator.add and _is_int(a) and a == 0:
+        return b
+    if op is operator.mul and (_is_int(a) and a == 0 or _is_int(b) and b == 0):
+        return 0
+    if op is operator.mul and _is_int(b) and b == 1:
+        return a
+    if op is operator.mul and _is_int(a) and a == 1:
+        return b
+    first = a if isinstance(a, Unknown) else b
+    return Unknown(first.why, key=_combine("op", _op_name(op), _term(a), _term(b)))
+
+
+def _int_binop(op, a: int, b: int):
+    """`binop` on two plain ints (the lanes of a lane value, most of its calls), without its
+    checks for buffers, pointers and unknowns: the same result."""
+    if _too_big(op, a, b):
+        return Unknown("integer too large")
+    try:
+        return op(a, b)
+    except (ZeroDivisionError, OverflowError, ValueError, TypeError):
+        return Unknown("arithmetic error")
 
 
 def _too_big(op, a, b) -> bool:
