@@ -232,6 +232,32 @@ def _tile_view(buf, args, kwargs):
     return view
 
 
+# Views that may name a part of a buffer: (function, the position and keyword of what selects it).
+SELECTING_VIEWS = {"cute.domain_offset": (0, "coord"), "cute.composition": (1, "rhs")}
+
+
+def _selected_view(name: str, buf: Smem, args, kwargs) -> Smem:
+    """`cute.domain_offset(coord, buf)` and `cute.composition(buf, tiler)`: views that may name a
+    part of the buffer (quack's rotary: `sX0 = composition(sX, (m, n // 2, h))` and `sX1 =
+    domain_offset((None, dim // 2, None), sX0)`, two halves), which the model does not keep apart.
+    The view records how it was selected (Smem.sub), so that a race between two views of one
+    buffer selected differently is reported as possible, not as a counterexample
+    (`_mark_merged_selections`, P16); against the whole buffer it stays a race. An offset that
+    did not fold names a different part at each value: inexact (P16)."""
+    view = _as_view(buf)
+    if view.tmem:
+        return view
+    pos, key = SELECTING_VIEWS[name]
+    how = args[pos] if len(args) > pos and args[pos] is not buf else kwargs.get(key)
+    if name == "cute.domain_offset":
+        coords = _flat(how) if isinstance(how, tuple) else (how,)
+        if all(c is None or _is_int(c) and c == 0 for c in coords):
+            return view  # no offset: the same elements
+        if not all(c is None or _is_int(c) for c in coords):
+            return view.at(inexact=True)
+    return view.at(sub=(name.rsplit(".", 1)[-1], repr(how), view.sub))
+
+
 def _coord_view(buf: Smem, coord: tuple) -> Smem:
     """`buf.iterator + crd2idx(coord, buf.layout)`: a pointer into the stage the coordinate
     names, when the buffer's stage mode is known (last mode, or second to last of a
@@ -3165,6 +3191,8 @@ class KernelInterp:
                 if isinstance(v, (Smem, Gmem, Rmem)):
                     if name == "cute.local_partition":
                         return self.thread_partition(v, node)
+                    if name in SELECTING_VIEWS and isinstance(v, Smem):
+                        return _selected_view(name, v, args, kwargs)
                     return _tile_view(v, args, kwargs) if name == "cute.local_tile" else _as_view(v)
         if name == "dict" and (not args or len(args) == 1 and isinstance(args[0], dict)):
             # `dict(k_sf_stage=buf, ...)`: keyword arguments a helper returns for its caller to
