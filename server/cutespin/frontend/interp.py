@@ -451,6 +451,18 @@ def _mutates_attributes(node, is_value: Callable) -> bool:
     """Whether a node assigns an attribute, or calls a method on an attribute of a value (not of
     a module: `self.state.advance()`, not `cute.arch.fmax(...)`); `is_value(name)` tells them
     apart."""
+    if _assigns_attribute(node):
+        return True
+    return any(isinstance(c.func, cst.Attribute) and isinstance(c.func.value, cst.Attribute)
+               and is_value(_chain_root(c.func.value)) for c in _calls_in(node))
+
+
+# The syntax queries below walk a node's whole subtree, and the interpreter asks them again for the
+# same function or loop at every call and trip (most of the front end's time on flash-attn's Sm80
+# forward): cached by node, which libcst hashes by identity and never changes.
+@functools.lru_cache(maxsize=8192)
+def _assigns_attribute(node) -> bool:
+    """Whether a node assigns to an attribute (`self.x = ...`, `a.b, c = ...`, `o.n += 1`)."""
     def attribute_target(t) -> bool:
         return isinstance(t, cst.Attribute) or isinstance(t, (cst.Tuple, cst.List)) and \
             any(attribute_target(e.value) for e in t.elements)
@@ -458,18 +470,18 @@ def _mutates_attributes(node, is_value: Callable) -> bool:
         targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
         if any(attribute_target(t) for t in targets):
             return True
-    return any(isinstance(c.func, cst.Attribute) and isinstance(c.func.value, cst.Attribute)
-               and is_value(_chain_root(c.func.value)) for c in _calls_in(node))
+    return False
 
 
-def _subscript_store_bases(node) -> set:
+@functools.lru_cache(maxsize=8192)
+def _subscript_store_bases(node) -> frozenset:
     """The local names a node stores into by subscript (`d["n"] = x`, `acc[i] += y` -> d, acc)."""
     found = set()
     for n in cst_matchers.findall(node, cst_matchers.Assign() | cst_matchers.AugAssign()):
         for t in ([t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]):
             if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name):
                 found.add(t.value.value)
-    return found
+    return frozenset(found)
 
 
 def _method_receivers(node) -> set:
@@ -478,9 +490,10 @@ def _method_receivers(node) -> set:
             if isinstance(c.func, cst.Attribute) and isinstance(c.func.value, cst.Name)}
 
 
+@functools.lru_cache(maxsize=8192)
 def _local_names(node) -> tuple:
     """A function's parameter names and the names its body assigns (`=`, `+=`, `x: T =`, loop
-    targets)."""
+    targets), as two frozensets."""
     params = set()
     if isinstance(node, cst.FunctionDef):
         ps = node.params
@@ -507,7 +520,7 @@ def _local_names(node) -> tuple:
             assigned.update(_target_names(n.target))
 
     node.visit(V())
-    return params, assigned
+    return frozenset(params), frozenset(assigned)
 
 
 def _target_names(t) -> list:
@@ -543,6 +556,7 @@ def _bound_names(info) -> frozenset:
     return frozen
 
 
+@functools.lru_cache(maxsize=8192)
 def _marks_last_trip(loop, stop: str, step: int) -> bool:
     """Whether a `for i in range(..., stop, step)` loop's body compares its index with
     `stop - step` (`if i == n - 2:`), the index of its last trip when the stop is a multiple of
@@ -575,7 +589,9 @@ def _package_function(module, func, project) -> Optional["FuncRef"]:
     return ref if isinstance(ref, FuncRef) and ref.module is not None else None
 
 
-def _calls_in(node) -> list:
+@functools.lru_cache(maxsize=8192)
+def _calls_in(node) -> tuple:
+    """Every call in a node's subtree, in source order."""
     found = []
 
     class V(cst.CSTVisitor):
@@ -583,7 +599,7 @@ def _calls_in(node) -> list:
             found.append(n)
 
     node.visit(V())
-    return found
+    return tuple(found)
 
 
 class _NoKey(Exception):
