@@ -23,9 +23,10 @@ def check(src: str):
     return api.check_source(src, "k.py", Settings().with_overrides(verify_fixes=False), with_fixes=False).kernels[0]
 
 
-def bulk_copy_kernel(wait: bool) -> str:
+def bulk_copy_kernel(wait: bool, nbytes: str = "512", issuer: str = "tid == 0") -> str:
     spin = "while not nvvm.mbarrier_try_wait_parity(mbar.iterator, 0):\n    pass\n" if wait else ""
     return source(f"""\
+nbytes = {nbytes}
 smem = cutlass.utils.SmemAllocator()
 mbar = smem.allocate_tensor(cutlass.Int64, cute.make_layout(1), byte_alignment=8)
 sX = smem.allocate_tensor(cutlass.Float32, cute.make_layout(128), byte_alignment=16)
@@ -34,8 +35,9 @@ if tid == 0:
     nvvm.mbarrier_init(mbar.iterator, 1)
 cute.arch.sync_threads()
 if tid == 0:
-    nvvm.mbarrier_arrive_expect_tx(mbar.iterator, 512)
-    nvvm.cp_async_bulk_shared_cluster_global(sX.iterator, mA.iterator, mbar.iterator, 512)
+    nvvm.mbarrier_arrive_expect_tx(mbar.iterator, nbytes)
+if {issuer}:
+    nvvm.cp_async_bulk_shared_cluster_global(sX.iterator, mA.iterator, mbar.iterator, nbytes)
 {spin}v = nvvm.load_ext(sX.iterator + tid, dtype=cutlass.Float32, count=1, shared_space={SS})
 """)
 
@@ -54,6 +56,36 @@ def test_bulk_copy_read_without_the_wait_races(require_spin):
     assert r.verdict == "counterexample", r.reason
     race = next(f for f in r.findings if f.code == "CS201")
     assert race.span.line == line_of(src, "nvvm.load_ext"), race.message
+
+
+# A row whose size the host sets: the bytes do not fold, on the expect and the copy alike.
+ROW_BYTES = "cute.size(mA) * 4"
+
+
+def test_a_bulk_copy_of_a_size_the_host_sets_counts_as_one_copy_against_its_expect(require_spin):
+    src = bulk_copy_kernel(wait=True, nbytes=ROW_BYTES)
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+    assert any("transaction bytes on mbar" in a and "not foldable" in a for a in r.assumptions), r.assumptions
+
+
+def test_a_bulk_copy_of_a_size_the_host_sets_read_without_the_wait_races(require_spin):
+    src = bulk_copy_kernel(wait=False, nbytes=ROW_BYTES)
+    r = check(src)
+    assert r.verdict == "counterexample", r.reason
+    assert any(f.code == "CS201" and f.span.line == line_of(src, "nvvm.load_ext") for f in r.findings), \
+        [f.message for f in r.findings]
+
+
+def test_bulk_copies_of_unknown_size_by_several_lanes_are_unmodeled():
+    # One unit per copy would stand for a whole warp's copies: how many bytes each lane
+    # completes against the one expect is not known, so the copy is not modeled.
+    src = bulk_copy_kernel(wait=True, nbytes=ROW_BYTES, issuer="tid < 32")
+    m = build_models(src, "k.py", Settings())[0]
+    assert [(u.construct, u.line) for u in m.unmodeled] == [
+        ("primitives.cp_async_bulk_shared_cluster_global", line_of(src, "nvvm.cp_async_bulk"))], m.unmodeled
 
 
 def exchange_kernel(sync: str) -> str:

@@ -5203,8 +5203,13 @@ def emit_bulk_load(it, dst, bar, nbytes, node, construct: str, subject: str = "t
     if not isinstance(bar, Smem) or bar.inexact or not isinstance(dst, Smem) or dst.tmem:
         it.unmodeled(node, construct, f"{subject} whose destination buffer or transaction barrier could not be "
                                       f"resolved")
+    elif not _is_int(nbytes) and _popcount(it.mask) == 1:
+        # One lane's copy of a size the host sets (cuDNN's norms stage a row of `M * elem_bytes`):
+        # counted as one unit against the expect before it, as TMA tiles of unknown size are
+        # (`_assign_tx_units`, with the assumption stated).
+        it.emit(RawTmaLoad(it.span(node), bar, dst.at(nbytes=None), it.mask))
     elif not _is_int(nbytes):
-        it.unmodeled(node, construct, f"{subject} whose byte count does not fold")
+        it.unmodeled(node, construct, f"{subject} whose byte count does not fold, issued by several lanes")
     else:
         it.emit(RawTmaLoad(it.span(node), bar, dst, it.mask, nbytes=int(nbytes) * _popcount(it.mask)))
 
