@@ -226,6 +226,21 @@ def test_namespace_package_above_the_root(tmp_path):
     assert p.resolve("pkg.helpers.f").node.name.value == "f"
 
 
+def test_a_folder_without_init_inside_a_package_belongs_to_it(tmp_path):
+    """cuDNN's `cudnn/block_sparse_attention/csrc/fwd/sm90_blk64/` has no `__init__.py` while
+    every folder above it up to `cudnn/` has one: Python imports it as part of the package, and
+    its kernels' `from cudnn._compat import X` resolve through the package's root."""
+    top = tmp_path / "site" / "top"
+    (top / "kernels" / "variant").mkdir(parents=True)
+    (top / "__init__.py").write_text("")
+    (top / "kernels" / "__init__.py").write_text("")
+    (top / "_compat.py").write_text("def f(bar):\n    return bar\n")
+    (top / "kernels" / "variant" / "k.py").write_text("from top._compat import f\n")
+    assert package_root(top / "kernels" / "variant" / "k.py") == (tmp_path / "site", "top.kernels.variant.k")
+    p = Project.for_file(str(top / "kernels" / "variant" / "k.py"))
+    assert p.resolve("top._compat.f").node.name.value == "f"
+
+
 def test_constants_imported_from_a_sibling_module(tmp_path):
     pkg = tmp_path / "bars"
     pkg.mkdir()

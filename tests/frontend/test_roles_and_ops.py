@@ -438,6 +438,36 @@ cute.arch.mbarrier_arrive(bar)
     assert [type(o).__name__ for o in ops(m, 0) if not isinstance(o, ir.Access)][-1] == "MbArrive"
 
 
+PAIRWISE_TREE = '''
+def _tree(vals, op):
+    if len(vals) == 1:
+        return vals[0]
+    half = len(vals) // 2
+    return op(_tree(vals[:half], op), _tree(vals[half:], op))
+'''
+
+
+def tree_source(op: str) -> str:
+    # cuDNN's pairwise reduction over a row whose length the interpreter does not know: the
+    # recursion on `len(vals) == 1` never folds.
+    return helper_source(f"""\
+row = [mA[n] for n in range(cute.size(mA, mode=[1]))]
+total = _tree(row, {op})
+cute.arch.mbarrier_arrive(bar)
+""").replace("\n\nclass K:", PAIRWISE_TREE + "\n\nclass K:", 1)
+
+
+def test_a_register_helper_recursing_through_a_plain_lambda_it_is_given_is_cut_not_reported():
+    m = model(tree_source("lambda a, b: a + b"))
+    assert not m.unmodeled, m.unmodeled
+    assert [type(o).__name__ for o in ops(m, 0) if not isinstance(o, ir.Access)][-1] == "MbArrive"
+
+
+def test_a_helper_recursing_through_a_lambda_that_synchronizes_is_reported():
+    m = model(tree_source("lambda a, b: cute.arch.mbarrier_arrive(bar)"))
+    assert "helper calls nested too deeply" in [u.why for u in m.unmodeled], m.unmodeled
+
+
 def test_a_variable_bound_on_one_side_of_a_configuration_branch_keeps_its_value():
     m = model(kernel_source("""\
 warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())

@@ -342,17 +342,19 @@ def _only_unknowns(args, kwargs, tmem_registers=frozenset()) -> bool:
 
 
 def _calls_only_plain_code(node, module, depth: int = 0, _active: Optional[set] = None, project=None,
-                           is_data: Optional[Callable] = None) -> bool:
+                           is_data: Optional[Callable] = None, plain_params: frozenset = frozenset()) -> bool:
     """The function's text names no synchronization or memory operation, and every function it
     calls is a library one (cute, cutlass, math, MLIR builders) or a function of the same module
     or, through its imports, of the package that passes the same test (a few levels deep). A
     function calling itself (a recursive sort) is plain if the rest of it is. `is_data(name)`,
     given for a loop body, tells which names bound outside it hold plain data (tensors, pointers,
-    numbers): methods of expressions over those (`(sp + t).load()`) are plain too."""
+    numbers): methods of expressions over those (`(sp + t).load()`) are plain too. `plain_params`:
+    parameters the caller binds to plain callables (`_plain_callable_params`), which it may call."""
     active = set() if _active is None else _active
     if id(node) in active:
         return True
-    cache = getattr(module, "_plain_code", None) if module is not None and is_data is None else None
+    cache = getattr(module, "_plain_code", None) if module is not None and is_data is None and not plain_params \
+        else None
     if cache is None and module is not None:
         cache = {}
         try:
@@ -381,6 +383,8 @@ def _calls_only_plain_code(node, module, depth: int = 0, _active: Optional[set] 
                 continue  # a method of a local value (`dst.store(x)`); the text names no sync
             if isinstance(func, cst.Name) and func.value in assigned and func.value not in params:
                 continue  # `min_fn = min if ... else cute.arch.fmin`: assigned here, from plain names
+            if isinstance(func, cst.Name) and func.value in plain_params:
+                continue  # `op(a, b)` with `op` a plain lambda of the caller's
             if isinstance(func, cst.Name) and module is not None and func.value in getattr(module, "functions", {}):
                 if not _calls_only_plain_code(module.functions[func.value], module, depth + 1, active, project):
                     ok = False
@@ -396,6 +400,19 @@ def _calls_only_plain_code(node, module, depth: int = 0, _active: Optional[set] 
         # reached through that caller: kept only for the outermost function.
         cache[id(node)] = ok
     return ok
+
+
+def _plain_callable_params(fn: "FuncRef", args, kwargs, module, project) -> frozenset:
+    """The parameters of a helper bound to lambdas that are plain code themselves: cuDNN's
+    pairwise reduction `_tree(vals, lambda a, b: a + b)` calls `op(...)`, which then cannot
+    synchronize any more than the rest of it (and, recursing on a list of unknown length, is cut
+    like any plain helper calling itself)."""
+    ps = fn.node.params
+    names = [p.name.value for p in ps.params]
+    bound = dict(zip(names, args))
+    bound.update((k, v) for k, v in kwargs.items() if k in names or k in {p.name.value for p in ps.kwonly_params})
+    return frozenset(n for n, v in bound.items() if isinstance(v, LambdaRef) and _calls_only_plain_code(
+        v.node, v.module or module, project=project))
 
 
 def _holds_memory(v) -> bool:
@@ -704,14 +721,14 @@ def host_term(key) -> bool:
 
 
 # Objects through which a call synchronizes: a library helper handed one is never pure.
-SYNC_OBJECTS = (P.Pipeline, P.PipeState, P.Participant, P.Handle, P.MbarArray, P.TmaStorePipeline,
-                P.OrderPipeline, NamedBarrierObj, TmemAllocatorObj, TensorMapManagerObj)
+SYNC_OBJECTS = (P.Pipeline, P.PipeState, P.Participant, P.Handle, P.MbarArray, P.BarrierArray,
+                P.TmaStorePipeline, P.OrderPipeline, NamedBarrierObj, TmemAllocatorObj, TensorMapManagerObj)
 
 # Values that a uniform branch may not leave as "one of two": a configuration instead (join_states).
 # Objects that carry pipelines, their states or barriers (a package record holding them).
 SYNC_HOLDERS = (Record, SelfObj) + SYNC_OBJECTS
 SPLIT_OBJECTS = (P.PipeState, P.Participant, P.Pipeline, P.TmaStorePipeline, P.OrderPipeline, P.MbarArray,
-                 NamedBarrierObj, TmemAllocatorObj)
+                 P.BarrierArray, NamedBarrierObj, TmemAllocatorObj)
 
 
 def _holds_sync(v) -> bool:
@@ -2577,7 +2594,7 @@ class KernelInterp:
             # StaticPersistentTileScheduler: 0 after create, +1 per advance_to_next_work(); the
             # persistent loop is unrolled, so the count is known in each iteration.
             return self.tiles_executed.get(self.code(node.value), 0)
-        if isinstance(base, P.MbarArray):
+        if isinstance(base, (P.MbarArray, P.BarrierArray)):
             return P.mbar_attribute(base, attr)
         if isinstance(base, Storage):
             if base.view:
@@ -3268,7 +3285,7 @@ class KernelInterp:
             return base  # `Int32(n).ir_value(loc=loc, ip=ip)`: the same number as an MLIR value
         if isinstance(base, (PartialRef, LambdaRef, FuncRef)) and meth == "__call__":
             return self.call_value(base, args, kwargs, node)
-        if isinstance(base, P.MbarArray):
+        if isinstance(base, (P.MbarArray, P.BarrierArray)):
             return P.mbar_method(self, base, meth, args, kwargs, node)
         if isinstance(base, (P.Pipeline, P.TmaStorePipeline, P.OrderPipeline)):
             return P.method(self, base, meth, args, kwargs, node)
@@ -3436,14 +3453,16 @@ class KernelInterp:
         if fn.node in self.no_inline:
             return Unknown("kernel launch")
         plain = _plain_helper(fn, args, kwargs)
+        module, project = fn.module or self.root_info, self.root_info.project
+        callables = _plain_callable_params(fn, args, kwargs, module, project) if plain else frozenset()
         if plain and _only_unknowns(args, kwargs, self.tmem_ld_dests) and \
-                _calls_only_plain_code(fn.node, fn.module or self.root_info, project=self.root_info.project):
+                _calls_only_plain_code(fn.node, module, project=project, plain_params=callables):
             # Register math on values the interpreter does not know (a Philox round, a rounding
             # routine): it cannot emit anything and its result stays unknown; skip it.
             return Unknown(f"result of {fn.qualname}")
         if plain and fn.node in self.active_helpers and \
                 not any(isinstance(v, Rmem) and v.key in self.tmem_ld_dests for v in list(args) + list(kwargs.values())) \
-                and _calls_only_plain_code(fn.node, fn.module or self.root_info, project=self.root_info.project):
+                and _calls_only_plain_code(fn.node, module, project=project, plain_params=callables):
             # A sync-free helper calling itself (quack's bitonic sort halving a size the
             # interpreter does not know): the inner calls cannot change the model.
             return Unknown(f"result of {fn.qualname}")
@@ -6599,6 +6618,7 @@ CALLS: dict = {
     "functools.partial": h_partial, "cutlass_dsl.if_generate": h_if_generate, "if_generate": h_if_generate,
     "isinstance": h_isinstance, "hasattr": h_hasattr,
     "pipeline.CooperativeGroup": P.h_cooperative_group, "pipeline.make_pipeline_state": P.h_make_state,
+    "pipeline.MbarrierArray": P.h_mbarrier_array,
     "pipeline.PipelineState": P.h_pipeline_state, "arch.issue_clc_query": P.h_issue_clc_query, "arch.clc_response": P.h_clc_response, "cute.nvgpu.tcgen05.commit": P.h_tcgen05_commit,
 }
 for _prefix in ("nvvm.", "_mlir.dialects.nvvm."):

@@ -105,6 +105,42 @@ class MbarArray:
         prod, cons = SIDE_STYLES[self.pipe.kind]
         return prod if self.side == "full" else cons
 
+    @property
+    def stages(self) -> int:
+        return self.pipe.stages
+
+    @property
+    def cluster(self) -> int:
+        return self.pipe.cluster
+
+    @property
+    def kind(self) -> str:
+        return self.pipe.kind
+
+    @property
+    def tx(self):
+        """The bytes an arrive on this side expects: the pipeline's on `full`, none on `empty`."""
+        return self.pipe.tx if self.side == "full" else 0
+
+
+# The arrive style of each `PipelineOp` a kernel builds an `MbarrierArray` for (§9.1's table).
+OP_STYLES = {"AsyncThread": "thread", "TCGen05Mma": "elect", "TmaLoad": "tma", "ClcLoad": "clc",
+             "AsyncLoad": "cp_async"}
+
+
+@dataclass(frozen=True)
+class BarrierArray:
+    """`pipeline.MbarrierArray(storage, num_stages, agent=(op, group), tx_count)` built by the
+    kernel itself, outside any pipeline (cuDNN's block-sparse attention keeps one per operand):
+    the same methods as a pipeline's side (`mbar_method`)."""
+
+    bars: Smem
+    stages: int
+    style: str
+    tx: object  # int, or None when the bytes do not fold
+    cluster: int
+    kind = "MbarrierArray"
+
 
 def with_class(pipe, cls):
     """The result of a library `create` called through a package subclass."""
@@ -131,12 +167,41 @@ def pipeline_attribute(pipe: Pipeline, attr: str):
     return Unknown(f"pipeline attribute {attr}")
 
 
-def mbar_attribute(arr: MbarArray, attr: str):
+def mbar_attribute(arr, attr: str):
     if attr == "tx_count":
-        return pipe_tx(arr.pipe) if arr.side == "full" else 0
+        return _array_tx(arr)
     if attr == "num_stages":
-        return arr.pipe.stages
+        return arr.stages
     return Unknown(f"barrier array attribute {attr}")
+
+
+def _array_tx(arr):
+    return arr.tx if arr.tx is not None else Unknown("tx")
+
+
+def h_mbarrier_array(it, args, kwargs, node):
+    """`MbarrierArray(barrier_storage, num_stages, agent=(op, group), tx_count=0)`: warp 0's
+    elected lane initialises each stage's barrier with the group's arrival count; nothing fences
+    or syncs (the kernel does, before first use)."""
+    storage = kwargs.get("barrier_storage", args[0] if args else None)
+    stages = stage_count(it, kwargs.get("num_stages", args[1] if len(args) > 1 else None), node, "MbarrierArray")
+    agent = kwargs.get("agent", args[2] if len(args) > 2 else None)
+    tx = kwargs.get("tx_count", args[3] if len(args) > 3 else 0)
+    op, group = agent if isinstance(agent, tuple) and len(agent) == 2 else (None, None)
+    style = OP_STYLES.get(_tail_name(op))
+    why = [w for bad, w in ((not isinstance(storage, Smem), "barrier_storage could not be resolved"),
+                            (not isinstance(stages, int), "num_stages is not known; pin `stages`"),
+                            (style is None, "the agent's PipelineOp is not known"),
+                            (not isinstance(group, Group), "the agent's CooperativeGroup could not be followed"))
+           if bad]
+    if why:
+        it.unmodeled(node, "pipeline.MbarrierArray", "; ".join(why))
+        return Unknown("barrier array")
+    label = it.outer_name or it.assign_name or "mbarrier_array"
+    bars = storage.at(label=label, stage=None, label_base=storage.offset)
+    _derived_groups(it, label, {"agent's group": group}, node)
+    _init_arrays(it, stages, [(bars, group.count, label)], node)
+    return BarrierArray(bars, stages, style, tx if isinstance(tx, int) else None, it.ctx.cluster)
 
 
 def pipe_tx(pipe: Pipeline):
@@ -152,30 +217,34 @@ def _index_arg(it, v, node, meth):
     return None
 
 
-def mbar_method(it, arr: MbarArray, meth: str, args, kwargs, node):
-    """`MbarrierArray` methods, as cute-sync-api.md §9.1 describes them."""
+def mbar_method(it, arr, meth: str, args, kwargs, node):
+    """`MbarrierArray` methods (a pipeline's side, or an array the kernel built), as
+    cute-sync-api.md §9.1 describes them."""
     index = kwargs.get("index", args[0] if args else None)
     if meth in ("try_wait", "test_wait"):
         return Unknown("try result")
     i = _index_arg(it, index, node, meth)
     if i is None:
         return None
-    bar = _bar(arr.bars, i % arr.pipe.stages)
+    bar = _bar(arr.bars, i % arr.stages)
     if meth == "get_barrier":
         return bar
     if meth == "wait":
         it.emit_wait(bar, kwargs.get("phase", args[1] if len(args) > 1 else None), node)
-    elif meth in ("arrive", "arrive_and_expect_tx") and arr.pipe.cluster > 1:
+    elif meth in ("arrive", "arrive_and_expect_tx") and arr.cluster > 1:
         # A package override arriving through the library's barrier array in a cluster: the
         # destination CTA mask it passes is not followed (local-only would miss remote arrivals).
         it.unmodeled(node, f"sync_object.{meth}", "arrival with a CTA mask in a cluster is not modeled")
-    elif meth == "arrive" and arr.pipe.kind not in SIDE_STYLES:
+    elif meth == "arrive" and arr.kind not in SIDE_STYLES and not isinstance(arr, BarrierArray):
         # PipelineClcFetchAsync / Order / TmaStore arrays: who arrives, and how, is not the
         # producer-or-consumer pattern of the classes above.
-        it.unmodeled(node, f"sync_object.{meth}", f"an arrive through the barrier array of a {arr.pipe.kind}")
+        it.unmodeled(node, f"sync_object.{meth}", f"an arrive through the barrier array of a {arr.kind}")
+    elif meth == "arrive" and arr.style == "clc":
+        # Each thread arms the barrier of the CTA it names: not followed.
+        it.unmodeled(node, f"sync_object.{meth}", "an arrive through an MbarrierArray of PipelineOp.ClcLoad")
     elif meth == "arrive":
         style = arr.style
-        _arrive(it, bar, style, node, pipe_tx(arr.pipe) if style == "tma" else 0)
+        _arrive(it, bar, style, node, _array_tx(arr) if style == "tma" else 0)
     elif meth == "arrive_and_expect_tx":
         tx = kwargs.get("tx_count", args[1] if len(args) > 1 else None)
         _arrive(it, bar, "tma", node, tx if isinstance(tx, int) else Unknown("tx"))
@@ -531,6 +600,13 @@ def _mcast_size(layout: Layout, mode: tuple) -> int:
 
 
 def _init_barriers(it, pipe: Pipeline, prod: object, cons: object, label: str, node):
+    _init_arrays(it, pipe.stages, [(pipe.full, prod, f"{label}.full"), (pipe.empty, cons, f"{label}.empty")], node)
+
+
+def _init_arrays(it, stages: int, arrays: list, node):
+    """`if warp_idx == 0: with elect_one(): mbarrier_init(bars[i], count)` for every stage of each
+    (bars, count, label) in `arrays`, stage by stage; a count that does not fold is derived from
+    the arrivals later (`derive_arrival_counts`)."""
     from .interp import RawInit, _lowest
 
     if it.ctx.warp != 0:
@@ -540,11 +616,11 @@ def _init_barriers(it, pipe: Pipeline, prod: object, cons: object, label: str, n
     it.elected_lanes.add(lane.bit_length() - 1)
     it.mask = lane
     span = it.span(node)
-    for i in range(pipe.stages):
-        for side, bar, count in (("full", pipe.full, prod), ("empty", pipe.empty, cons)):
+    for i in range(stages):
+        for bars, count, label in arrays:
             known = isinstance(count, int)
-            it.emit(RawInit(span, bar.at(offset=bar.offset + i), count if known else None,
-                            None if known else f"{label}.{side}@{span.line}"))
+            it.emit(RawInit(span, bars.at(offset=bars.offset + i), count if known else None,
+                            None if known else f"{label}@{span.line}"))
     it.mask = saved
 
 

@@ -37,11 +37,13 @@ LIBRARY_PACKAGES = ("cutlass", "cute", "cuda")
 def package_root(path: Path) -> tuple:
     """(root folder, dotted module name) of a Python file: the root holds the outermost folder
     that still has an `__init__.py`; a file outside any package is a top-level module of its own
-    folder."""
+    folder. A folder without `__init__.py` inside a package is part of it (a PEP 420 portion:
+    cuDNN's `block_sparse_attention/csrc/fwd/sm90_blk64/` imports `cudnn._cutlass_compat`)."""
     path = path.resolve()
     parts = [] if path.name == "__init__.py" else [path.stem]
     folder = path.parent
-    while (folder / "__init__.py").is_file() and folder.parent != folder:
+    while folder.parent != folder and ((folder / "__init__.py").is_file() or folder.name.isidentifier()
+                                       and (folder.parent / "__init__.py").is_file()):
         parts.insert(0, folder.name)
         folder = folder.parent
     return folder, ".".join(parts)
