@@ -241,6 +241,22 @@ def test_a_folder_without_init_inside_a_package_belongs_to_it(tmp_path):
     assert p.resolve("top._compat.f").node.name.value == "f"
 
 
+def test_a_relative_import_outside_any_package_is_unmodeled_not_pure(tmp_path):
+    """`from .helpers import body` in a folder without `__init__.py`: nothing to follow, and the
+    helper may synchronize (here it does): the call is unmodeled, never taken as pure (the kernel
+    was "verified" with no operations before)."""
+    (tmp_path / "helpers.py").write_text("import cutlass.cute as cute\n\n\n@cute.jit\ndef body(mA):\n"
+                                         "    cute.arch.sync_threads()\n")
+    src = ("import cutlass\nimport cutlass.cute as cute\nfrom .helpers import body\n\n\nclass K:\n"
+           "    @cute.jit\n    def __call__(self, mA: cute.Tensor):\n"
+           "        self.kernel(mA).launch(grid=(1, 1, 1), block=(64, 1, 1))\n\n"
+           "    @cute.kernel\n    def kernel(self, mA: cute.Tensor):\n        body(mA)\n")
+    (tmp_path / "k.py").write_text(src)
+    m = build_models(src, str(tmp_path / "k.py"), SETTINGS)[0]
+    assert [(u.construct, u.line) for u in m.unmodeled] == [("body", 13)], m.unmodeled
+    assert "`.helpers.body`" in m.unmodeled[0].why and "__init__.py" in m.unmodeled[0].why
+
+
 def test_constants_imported_from_a_sibling_module(tmp_path):
     pkg = tmp_path / "bars"
     pkg.mkdir()

@@ -3237,6 +3237,15 @@ class KernelInterp:
                 # A pure function of uniform arguments is uniform.
                 return Unknown(result.why, key=_combine("call", name, *[_term(a) for a in args]))
             return result
+        if name.startswith("."):
+            # `from .helpers import body` in a file outside any package (no `__init__.py` beside
+            # it): the import names nothing the checker can follow, and the function may
+            # synchronize; never taken as pure.
+            self.unmodeled(node, self.code(node.func), f"a function of a relative import (`{name}`) that does not "
+                                                       f"resolve: the file is not inside a package (no `__init__.py` "
+                                                       f"in its folder), so the function is not followed; add an "
+                                                       f"`__init__.py` to make the folder a package")
+            return Unknown(f"result of {name}")
         if sync_args:
             self.unmodeled(node, name or self.code(node.func), "call receives a barrier or shared-memory buffer")
         return Unknown(f"result of {name or 'call'}")
