@@ -142,3 +142,40 @@ def test_the_verdict_says_why_the_bound_is_taken_even():
     src = kernel_source(LAST_PAIR.replace("LAST", "n - 2"))
     m = build_models(src, "k.py", Settings())[0]
     assert any(a.endswith("compares its index with `n - 2`") for a in m.assumptions), m.assumptions
+
+
+DESCENDING_RING = """\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+n = mA[0]
+if warp_idx == 0:
+    cute.arch.mbarrier_init(bars, 1)
+    cute.arch.mbarrier_init(bars + 1, 1)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+for i in cutlass.range(n - 2, -1, -1):
+    step = n - 1 - i
+    if warp_idx == 0:
+        cute.arch.mbarrier_arrive(bars + step % 2)
+    else:
+        cute.arch.mbarrier_wait(bars + step % 2, (step // 2) % 2)
+last = n - 1
+if warp_idx == 1:
+    cute.arch.mbarrier_wait(bars + last % 2, (last // 2) % 2)
+"""
+
+
+def test_a_loop_walking_down_to_a_known_end_knows_every_index_and_its_start():
+    # cuDNN's block-sparse attention walks its block list backwards,
+    # `for i in range(n - 2, -1, -1): step = n - 1 - i; slot = step % 2`: with T trips the
+    # indices are T-1 .. 0, so `n` is T + 1 and every slot, and the drain's after the loop, is known.
+    m = build_models(kernel_source(DESCENDING_RING), "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    assert any("runtime loop bound `n - 2`" in a for a in m.assumptions), m.assumptions
+    arrivals = {c.trips["n - 2"]: [o.bar.name.split(" ")[0] for o in ir.walk(ops) if isinstance(o, ir.MbArrive)]
+                for c, ops in zip(m.configs, m.processes[0].variants)}
+    assert arrivals[3] == ["bars[1]", "bars", "bars[1]"], arrivals
+    waits = [o.bar.name.split(" ")[0] for c, ops in zip(m.configs, m.processes[1].variants) if c.trips["n - 2"] == 2
+             for o in ir.walk(ops) if isinstance(o, ir.MbWait)]
+    assert waits == ["bars[1]", "bars", "bars"], waits  # the drain waits on slot (n - 1) % 2 = 0

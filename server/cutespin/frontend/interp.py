@@ -1838,8 +1838,18 @@ class KernelInterp:
             return
         self.exec_block(stmt.body)
 
-    def loop_values(self, node, bound_node, start, stop, step):
+    def loop_values(self, node, bound_node, start, stop, step, start_node=None):
         """The loop index values for `range(start, stop, step)`; runtime bounds are trip counts."""
+        if start_node is not None and not _is_int(start) and not isinstance(start, LaneVal) and _is_int(stop) \
+                and not isinstance(stop, bool) and step in (1, -1):
+            # `range(n - 2, -1, -1)` (cuDNN's block-sparse attention walks its list backwards):
+            # the end is known, so T trips start at `stop - step * T` and every index is known;
+            # the start's name takes the value that makes it so (`n = T + 1`), as a stop's does.
+            text = self.code(start_node)
+            trips = self.trip(text, node)
+            self.runtime_loop_text = text
+            self.bind_linear_name(start_node, int(stop) - step * trips)
+            return [int(stop) - step * (trips - i) for i in range(trips)]
         if _is_int(start) and _is_int(stop) and _is_int(step) and step != 0:
             vals = range(start, stop, step)
             # never materialise `range(10**12)`; len() itself overflows past 2**63
@@ -1923,6 +1933,20 @@ class KernelInterp:
         if not _is_int(start):
             self.registry.assume(f"loop at line {self.span(node).line} starts at 0")
         return [first + i * st for i in range(trips)]
+
+    def bind_linear_name(self, expr, value: int) -> None:
+        """After `range(expr, ...)` of a known trip count: `expr` is `value`. A local name `n`,
+        `n + c` or `n - c` whose value is not known takes the value that makes it so."""
+        name, offset = None, 0
+        if isinstance(expr, cst.Name):
+            name = expr.value
+        elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.left, cst.Name) and \
+                isinstance(expr.right, cst.Integer) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
+            name = expr.left.value
+            offset = int(expr.right.value) * (1 if isinstance(expr.operator, cst.Add) else -1)
+        current = self.env.get(name) if name is not None else None
+        if isinstance(current, Unknown) and not isinstance(current, LaneVal):
+            self.env[name] = value - offset
 
     def loop_decided(self, key) -> Optional[bool]:
         """`start + n * step < stop` for a grid-stride loop `range(start, stop, step)` of T trips in
@@ -2063,7 +2087,8 @@ class KernelInterp:
                     bnode = it.args[1].value
                 else:
                     raise Unsupported("range() without arguments")
-                values = self.loop_values(stmt, bnode, start, stop, step)
+                values = self.loop_values(stmt, bnode, start, stop, step,
+                                          start_node=it.args[0].value if len(args) >= 2 else None)
         if values is None:
             seq = self.eval(it)
             if isinstance(seq, (tuple, list)):
