@@ -151,6 +151,17 @@ inline_ptx(f"bar.sync {barrier_id}, {thread_count};")
     assert (nb.barrier_id, nb.threads, nb.wait) == (1, 64, True)
 
 
+def test_the_cta_scoped_barrier_spelling_is_the_named_barrier():
+    # cuDNN's SM120 block-sparse FP8 kernel: `barrier.cta.sync 1, 64;` / `barrier.cta.arrive 2, 64;`.
+    m = build("""\
+inline_ptx("barrier.cta.arrive 2, 64;")
+inline_ptx("barrier.cta.sync.aligned 1, 64;")
+""")
+    assert not m.unmodeled, m.unmodeled
+    nbs = [(o.barrier_id, o.threads, o.wait) for o in ops(m, 0) if isinstance(o, ir.NamedBarrier)]
+    assert nbs == [(2, 64, False), (1, 64, True)], nbs
+
+
 def test_a_try_wait_returned_to_python_is_a_try_wait_result():
     # No loop in the snippet: the result is the predicate, polled by the Python loop.
     m = build(INIT_BAR + """\

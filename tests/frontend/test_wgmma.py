@@ -176,6 +176,18 @@ def test_the_warpgroup_layout_helper_alone_is_no_warpgroup_mma():
     assert _line(wg, "tCrA[0] = sA[tidx]") in _smem_write_lines(wg)[0]
 
 
+def test_warpgroup_in_a_comment_or_string_is_no_warpgroup_mma():
+    """cuDNN's SM120 block-sparse FP8 kernel says "warpgroup donates registers" in a comment and
+    multiplies with warp-level MMAs: its fragments stay registers (copying Q into them was a
+    write of `Q_smem`, a false race)."""
+    src = AMPERE.replace("        tidx, _, _ = cute.arch.thread_idx()\n",
+                         "        tidx, _, _ = cute.arch.thread_idx()\n"
+                         "        # the producer warpgroup donates registers\n"
+                         "        note = \"warpgroup\"\n")
+    lines, warps = _smem_write_lines(src)
+    assert lines == [_line(src, "sA[tidx] = mC[tidx]")] * warps
+
+
 def test_a_partition_fragment_helper_of_shared_memory_is_registers():
     """`sm120_utils.partition_fragment_SFA(sSFA[...], thr_mma, tidx)` builds a register fragment
     shaped like the buffer's partition; stores into it are not writes of the buffer."""
