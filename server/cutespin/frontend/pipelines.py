@@ -169,14 +169,10 @@ def pipeline_attribute(pipe: Pipeline, attr: str):
 
 def mbar_attribute(arr, attr: str):
     if attr == "tx_count":
-        return _array_tx(arr)
+        return pipe_tx(arr)
     if attr == "num_stages":
         return arr.stages
     return Unknown(f"barrier array attribute {attr}")
-
-
-def _array_tx(arr):
-    return arr.tx if arr.tx is not None else Unknown("tx")
 
 
 def h_mbarrier_array(it, args, kwargs, node):
@@ -204,7 +200,9 @@ def h_mbarrier_array(it, args, kwargs, node):
     return BarrierArray(bars, stages, style, tx if isinstance(tx, int) else None, it.ctx.cluster)
 
 
-def pipe_tx(pipe: Pipeline):
+def pipe_tx(pipe) -> object:
+    """The expected bytes of a pipeline, a side of one or a barrier array (Unknown when they do
+    not fold)."""
     return pipe.tx if pipe.tx is not None else Unknown("tx")
 
 
@@ -244,7 +242,7 @@ def mbar_method(it, arr, meth: str, args, kwargs, node):
         it.unmodeled(node, f"sync_object.{meth}", "an arrive through an MbarrierArray of PipelineOp.ClcLoad")
     elif meth == "arrive":
         style = arr.style
-        _arrive(it, bar, style, node, _array_tx(arr) if style == "tma" else 0)
+        _arrive(it, bar, style, node, pipe_tx(arr) if style == "tma" else 0)
     elif meth == "arrive_and_expect_tx":
         tx = kwargs.get("tx_count", args[1] if len(args) > 1 else None)
         _arrive(it, bar, "tma", node, tx if isinstance(tx, int) else Unknown("tx"))
