@@ -417,11 +417,9 @@ def _plain_callable_params(fn: "FuncRef", args, kwargs, module, project) -> froz
         v.node, v.module or module, project=project))
 
 
-def _register_fragments(code: str) -> bool:
-    """Whether the code names a warp-level MMA (`cute.nvgpu.warp.MmaF16BF16Op`, Ampere and Sm120)
-    and no asynchronous one (`warpgroup.*` / `tcgen05.*` other than their layout helpers): then
-    MMA operand fragments are registers, whatever its comments say (cuDNN's SM120 kernel says
-    "warpgroup donates registers" in one)."""
+def _mma_kinds(code: str) -> tuple:
+    """(names a warp-level MMA, names an asynchronous one): `cute.nvgpu.warp.Mma*` (Ampere, Sm120)
+    against `warpgroup.*` / `tcgen05.*` other than their layout helpers."""
     try:
         names = [t.string for t in tokenize.generate_tokens(io.StringIO(code).readline)
                  if t.type in (tokenize.NAME, tokenize.OP)]
@@ -436,11 +434,17 @@ def _register_fragments(code: str) -> bool:
             warp_level = True
         elif head in ("warpgroup", "tcgen05") and member not in LAYOUT_HELPERS:
             asynchronous = True
+    return warp_level, asynchronous
+
+
+def _register_fragments(code: str) -> bool:
+    """Whether the code names a warp-level MMA and no asynchronous one (`_mma_kinds`): then MMA
+    operand fragments are registers, whatever its comments say (cuDNN's SM120 kernel says
+    "warpgroup donates registers" in one)."""
+    warp_level, asynchronous = _mma_kinds(code)
     return warp_level and not asynchronous
 
 
-# Shared-memory layout helpers of the warpgroup and tcgen05 modules, which kernels with warp-level
-# MMAs use too (Sm120).
 LAYOUT_HELPERS = {"make_smem_layout_atom", "SmemLayoutAtomKind"}
 
 
@@ -3438,7 +3442,11 @@ class KernelInterp:
             # fragment, which the stores into it must not turn into writes of the SMEM buffer.
             for v in args:
                 if isinstance(v, (Smem, Gmem, Rmem)):
-                    return self.thread_partition(v, node) if meth.startswith("partition") else _as_view(v)
+                    if meth.startswith("partition"):
+                        return self.thread_partition(v, node)
+                    view = _as_view(v)
+                    return view.at(mma_operand=True) if meth.startswith("make_fragment") and \
+                        isinstance(view, Smem) and not view.tmem else view
         if isinstance(base, Unknown) and meth in PIPELINE_METHODS and any(
                 isinstance(v, (P.PipeState, P.Handle)) for v in list(args) + list(kwargs.values())):
             # A pipeline we could not build (e.g. a package subclass's `create` we cannot follow).
@@ -3746,11 +3754,11 @@ class KernelInterp:
             cached = getattr(self.root_info, "_warpgroup_mma", None)  # one code dump per file, not per warp
             if cached is None:
                 code = self.root_info.module.code
-                # Known gap: a tcgen05 kernel whose file never says `warpgroup` gets register
-                # fragments too, so its MMAs' SMEM reads are not modeled (docs/corpus-findings.md,
-                # twenty-seventh session); views there expose 2-CTA peer reads not modeled yet.
-                cached = "warpgroup" in code.replace("warpgroup.make_smem_layout_atom", "") and \
-                    not _register_fragments(code)
+                # tcgen05 (UMMA) MMAs read SMEM operands through descriptors as wgmma does, until
+                # their commit's barrier completes; a Blackwell file need not say `warpgroup`.
+                warp_level, asynchronous = _mma_kinds(code)
+                cached = ("warpgroup" in code.replace("warpgroup.make_smem_layout_atom", "") or asynchronous) \
+                    and not (warp_level and not asynchronous)
                 setattr(self.root_info, "_warpgroup_mma", cached)
             self._warpgroup_mma = cached
         return self._warpgroup_mma
@@ -7341,7 +7349,8 @@ def _stage_index(idx, base):
     # coordinates are disjoint either way, and an access to the whole buffer still touches them
     # all (split_stages).
     if (isinstance(idx, tuple) and len(idx) >= 2 and _is_int(idx[-1]) and isinstance(base, Smem)
-            and (base.stages is not None or len(idx) >= 3 and base.part is not None and not base.tmem)
+            and (base.stages is not None or len(idx) >= 3 and (base.part is not None or base.mma_operand)
+                 and not base.tmem)
             and base.stage is None
             and any(x is None or isinstance(x, slice) for x in idx[:-1])
             and all(x is None or isinstance(x, slice) or _is_int(x) for x in idx[:-1])):

@@ -132,6 +132,10 @@ class Smem:
     # over a rank-1 allocation, cuDNN's causal conv1d): the first mode's stride in elements, which
     # covers every other mode, so stage i is elements [i * stride, (i + 1) * stride).
     stage_first: Optional[int] = None
+    # An MMA's operand view of the buffer (`tiled_mma.make_fragment_A(sA)`): shaped (MMA, MMA_M,
+    # MMA_K, STAGE) whatever the buffer's layout, so its last index selects the stage even when
+    # the buffer's stage count did not fold (a host layout, tcgen05 GEMMs' `a_layout.outer`).
+    mma_operand: bool = dc_field(default=False, compare=False)
 
     def at(self, **kw) -> "Smem":
         return replace(self, **kw)
