@@ -311,6 +311,10 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
                 reasons.append("a warpgroup MMA (wgmma) reading it is not retired: warpgroup.wait_group(N) must "
                                "retire the MMAs that read the buffer before it is released (consumer_release / "
                                "the empty-barrier arrive) or rewritten")
+            if "umma" in kinds:
+                reasons.append("a tcgen05 MMA reading it may not be done: only a tcgen05.commit (the UMMA "
+                               "pipelines' consumer_release / producer_commit) arrives once the MMAs are over, a "
+                               "plain arrive right after issuing them does not")
             if "tmem_ld" in kinds:
                 reasons.append("a tcgen05.ld reading it is not complete: fence_view_async_tmem_load() must follow "
                                "the loads before the accumulator is released to the MMA")

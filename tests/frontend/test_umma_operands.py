@@ -88,3 +88,29 @@ def test_two_cta_umma_before_wait_is_a_race_not_a_scope_finding(tmp_path):
     assert [f.code for f in res.findings] == ["CS201"]
     assert res.findings[0].span.line == text.replace(ok, bug).splitlines().index(
         "                    cute.gemm(tiled_mma, tCtAcc, tCrA[(None, None, 0, ab_empty.index)],") + 1
+
+
+def _warp_ops(path: Path, warp: int):
+    k = build_models(path.read_text(), str(path), Settings())[0]
+    p = next(p for p in k.processes if p.warp == warp)
+    return list(ir.walk(p.variants[-1]))
+
+
+def test_umma_reads_are_asynchronous_until_the_warps_tcgen05_commit():
+    ops = _warp_ops(SAMPLES / "umma_mma_after_wait_ok.py", 1)
+    # (Warp 1 also loads the accumulator from TMEM: tmem_ld reads, retired by their fence.)
+    reads = [op for op in ops if isinstance(op, ir.AsyncRead) and op.region.name.startswith(("sA", "sB"))]
+    waits = [op for op in ops if isinstance(op, ir.AsyncReadWait) and op.kind == "umma"]
+    assert reads and {r.kind for r in reads} == {"umma"}
+    # Each commit (the ring's consumer_release, then the accumulator's producer_commit) retires
+    # what the warp issued before it; every read is retired by some commit.
+    assert waits and all(w.pending == 0 for w in waits)
+    assert [r for w in waits for r in w.done_reads] == reads
+
+
+def test_a_plain_arrive_after_umma_retires_nothing():
+    # PipelineTmaAsync's consumer_release is a plain arrive: no commit follows the first MMAs
+    # before the refill, so the write-after-read race is reported at the producer's TMA load.
+    (res,) = _check(SAMPLES / "umma_release_plain_arrive.py")
+    assert [(f.code, f.span.line) for f in res.findings] == [("CS201", 79)]
+    assert "tcgen05 MMA reading it may not be done" in res.findings[0].message

@@ -1436,6 +1436,9 @@ class _Converter:
         self.classes = classes
         self.registry = registry
         self.wgmma = False  # the warp commits/waits warpgroup MMA groups: its MMA operand reads are asynchronous
+        # The warp commits tcgen05 MMAs (a tcgen05.commit, a UMMA pipeline's commit or release):
+        # its MMA operand reads go on until the commit's arrive.
+        self.umma = False
 
     def lanes(self, mask):
         return _class_mask(mask, self.classes)
@@ -1498,14 +1501,16 @@ class _Converter:
             region = self.n.region(op.target)
             if region is None:
                 return None
-            if op.kind == "mma" and not self.wgmma:
-                # A tcgen05 MMA (or an MMA whose completion is not tracked by warpgroup groups):
-                # its operand read is taken at issue; tcgen05.commit signals its completion.
+            if op.kind == "mma" and not self.wgmma and not self.umma:
+                # An MMA whose completion is tracked neither by warpgroup groups nor by a
+                # tcgen05.commit of the warp: its operand read is taken at issue.
                 return ir.Access(op.span, region, False, self.lanes(op.mask), part=op.target.part,
                                  exact=_exact(op.target))
-            return ir.AsyncRead(op.span, region, self.lanes(op.mask), "wgmma" if op.kind == "mma" else op.kind,
-                                exact=_exact(op.target))
+            kind = op.kind if op.kind != "mma" else "wgmma" if self.wgmma else "umma"
+            return ir.AsyncRead(op.span, region, self.lanes(op.mask), kind, exact=_exact(op.target))
         if isinstance(op, I.RawAsyncReadWait):
+            if op.kind == "umma" and not self.umma:
+                return None  # a commit in a warp that issues no tcgen05 MMA read: nothing to retire
             return ir.AsyncReadWait(op.span, op.pending, self.lanes(op.mask), op.kind)
         if isinstance(op, I.RawFence):
             return ir.Fence(op.span, op.kind, op.scope, self.lanes(op.mask))
@@ -1743,11 +1748,12 @@ CP_ASYNC_GROUPS = GroupRule(lambda op: isinstance(op, ir.CpAsyncCopy), lambda op
 
 def async_read_groups(kind: str) -> GroupRule:
     """wgmma: `warpgroup.wait_group(n)` retires the reads of all but the newest n committed
-    groups; tmem_ld: `fence_view_async_tmem_load()` retires every tcgen05.ld issued so far."""
+    groups; tmem_ld: `fence_view_async_tmem_load()` retires every tcgen05.ld issued so far;
+    umma: a tcgen05.commit retires every MMA read the warp issued so far."""
     return GroupRule(lambda op: isinstance(op, ir.AsyncRead) and op.kind == kind,
                      lambda op: isinstance(op, ir.AsyncReadCommit) and op.kind == kind,
                      lambda op: isinstance(op, ir.AsyncReadWait) and op.kind == kind,
-                     "done_reads", wait_closes_group=kind == "tmem_ld")
+                     "done_reads", wait_closes_group=kind in ("tmem_ld", "umma"))
 
 
 def _retire_groups(ops, rule: GroupRule, open_items: list, groups: list):
@@ -2330,6 +2336,9 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         conv.wgmma = any(isinstance(op, ir.AsyncReadCommit) and op.kind == "wgmma"
                          or isinstance(op, I.RawAsyncReadWait) and op.kind == "wgmma"
                          for it in its for op in ir.walk(it.out))
+        conv.umma = not conv.wgmma and any(isinstance(op, I.RawAsyncReadWait) and op.kind == "umma"
+                                           for it in its for op in ir.walk(it.out)) \
+            and any(isinstance(op, I.RawAsyncRead) and op.kind == "mma" for it in its for op in ir.walk(it.out))
         variants = [conv.convert(it.out) for it in its]
         if not any(variants):
             continue
@@ -2351,7 +2360,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         for ops in p.variants:
             _retire_groups(ops, BULK_STORE_GROUPS, [], [])
             _retire_groups(ops, CP_ASYNC_GROUPS, [], [])
-            for kind in ("wgmma", "tmem_ld"):
+            for kind in ("wgmma", "tmem_ld", "umma"):
                 _retire_groups(ops, async_read_groups(kind), [], [])
     bounds = {"loop": bound if discovered else None, "stages": env.stages, "cluster": cluster}
     if env.stages is None and discovered:

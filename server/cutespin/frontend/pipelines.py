@@ -669,9 +669,19 @@ def _release(it, pipe: Pipeline, bar: Smem, style: str, node):
     # PipelineTmaUmma: one elected tcgen05.commit with the multicast mask arrives on each partner.
     lane = _lowest(it.mask)
     it.elected_lanes.add(lane.bit_length() - 1)
+    umma_commit_wait(it, span, lane)
     for rank in range(it.ctx.cluster):
         if partners >> rank & 1:
             it.emit(RawArrive(span, _cluster_peer(it, bar, rank), 1, lane, "cluster", True, True, 0))
+
+
+def umma_commit_wait(it, span, lanes: int):
+    """A tcgen05.commit arrives only once the committing thread's MMAs are over: their SMEM
+    operand reads are retired on its lanes first (a plain arrive after the MMAs is not), so the
+    arrive carries them to whoever waits on the barrier (policy P12)."""
+    from .interp import RawAsyncReadWait
+
+    it.emit(RawAsyncReadWait(span, 0, lanes, "umma"))
 
 
 def _arrive(it, bar: Smem, style: str, node, tx: object = 0):
@@ -693,6 +703,8 @@ def _arrive(it, bar: Smem, style: str, node, tx: object = 0):
     elif style in ("elect", "tma"):
         lane = _lowest(it.mask)
         it.elected_lanes.add(lane.bit_length() - 1)
+        if style == "elect":
+            umma_commit_wait(it, span, lane)
         it.emit(RawArrive(span, bar, 1, lane, "cta", False, True,
                           (tx if isinstance(tx, int) else None) if style == "tma" else 0))
     elif style == "signal":
@@ -758,6 +770,7 @@ def _commit(it, pipe: Pipeline, bar: Smem, style: str, node):
         return
     lane = _lowest(it.mask)
     it.elected_lanes.add(lane.bit_length() - 1)
+    umma_commit_wait(it, it.span(node), lane)
     for rank in range(it.ctx.cluster):
         if pipe.layout.image_mask(pipe.coord, 0) >> rank & 1:
             target = _cluster_peer(it, bar, rank)
@@ -954,6 +967,7 @@ def h_tcgen05_commit(it, args, kwargs, node):
         it.unmodeled(node, "tcgen05.commit", "the barrier could not be resolved")
         return None
     if mask is None:
+        umma_commit_wait(it, it.span(node), it.mask)
         it.emit(RawArrive(it.span(node), bar, 1, it.mask, "cta", False, True, 0))
         return None
     if not isinstance(mask, int) or isinstance(mask, bool):
@@ -964,6 +978,7 @@ def h_tcgen05_commit(it, args, kwargs, node):
         it.unmodeled(node, "tcgen05.commit(cta_group=TWO)", "a 2-CTA commit outside a cluster of 2 or more CTAs")
         return None
     # Multicast commit: one arrive on the barrier at the same offset in every CTA of the mask.
+    umma_commit_wait(it, it.span(node), it.mask)
     for rank in range(max(it.ctx.cluster, 1)):
         if mask >> rank & 1:
             target = _cluster_peer(it, bar, rank) if it.ctx.cluster > 1 else bar

@@ -814,7 +814,7 @@ class Lowering:
         elif isinstance(op, ir.AsyncRead):
             r = op.region.index
             stmts = []
-            unit = "a warpgroup MMA (wgmma)" if op.kind == "wgmma" else "a tcgen05.ld"
+            unit = {"wgmma": "a warpgroup MMA (wgmma)", "umma": "a tcgen05 MMA"}.get(op.kind, "a tcgen05.ld")
             if r in self.tracked_ids:
                 ag = self.ar_group[pi]
                 own = self.own_bits(pi, r)
@@ -842,6 +842,7 @@ class Lowering:
                 for g in self.lane_groups(pi, op.lanes or c.lanes):
                     stmts += self.set_bits(lambda k: self.cov(g, k), r, self.R(ag))
             what = (f"waits until at most {op.pending} warpgroup MMA groups are pending" if op.kind == "wgmma"
+                    else "commits its tcgen05 MMAs (the arrive follows once they are done)" if op.kind == "umma"
                     else "waits for its tcgen05.ld loads (fence_view_async_tmem_load)")
             self.emit(indent + (self.dstep(sorted(set(stmts))) if stmts else "skip"), info(what, "async_read_wait"))
         elif isinstance(op, ir.Access):
