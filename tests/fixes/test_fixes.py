@@ -33,6 +33,8 @@ CASES = [
     # warp-collective), not inside it.
     ("tmem_load_release_before_fence.py", "CS201", "fence_view_async_tmem_load() before releasing",
      (99, "cute.arch.fence_view_async_tmem_load()"), True),
+    # The MMA warp's ring released by a plain arrive: its UMMA variant releases with tcgen05.commit.
+    ("umma_release_plain_arrive.py", "CS201", "Create the ring as PipelineTmaUmma", (49, "PipelineTmaUmma"), True),
 ]
 
 _cache = {}

@@ -363,6 +363,41 @@ def fix_tmem_load_fence_before_release(f: Finding, k, src) -> list:
                 "accumulator", edits)]
 
 
+# The UMMA variant of a pipeline class whose consumer is a tcgen05 MMA warp (its consumer_release
+# is a tcgen05.commit), and the create() keywords that variant takes (cute-sync-api.md §9.5).
+UMMA_VARIANTS = {"PipelineTmaAsync": "PipelineTmaUmma", "PipelineAsync": "PipelineAsyncUmma"}
+UMMA_CREATE_KEYWORDS = {
+    "PipelineTmaUmma": {"num_stages", "producer_group", "consumer_group", "tx_count", "barrier_storage",
+                        "cta_layout_vmnk", "mcast_mode_mn", "enable_multicast_signaling", "defer_sync", "name"},
+    "PipelineAsyncUmma": {"num_stages", "producer_group", "consumer_group", "barrier_storage", "cta_layout_vmnk",
+                          "defer_sync", "name"},
+}
+
+
+def fix_umma_pipeline_class(f: Finding, k, src) -> list:
+    """A stage refilled while a tcgen05 MMA may still read it: when the kernel creates its ring as a
+    `PipelineTmaAsync` / `PipelineAsync` (a plain-arrive release), offer the UMMA variant, whose
+    `consumer_release` is a tcgen05.commit. One fix per create call whose keywords the variant
+    takes; the re-check tells which one is the MMA warp's ring."""
+    if f.data.get("sub") != "async_read" or "tcgen05 MMA" not in f.message:
+        return []
+    fixes = []
+    for call in src.nodes(cst.Call):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "create"
+                and isinstance(func.value, cst.Attribute) and func.value.attr.value in UMMA_VARIANTS):
+            continue
+        old = func.value.attr.value
+        new = UMMA_VARIANTS[old]
+        if any(a.keyword is None or a.keyword.value not in UMMA_CREATE_KEYWORDS[new] for a in call.args):
+            continue
+        edit = S.replace_node(src, func.value.attr, new)
+        fixes.append(Fix(f"Create the ring as {new} (its consumer_release is a tcgen05.commit, which arrives "
+                         f"once the MMAs are done) instead of {old} (line {src.line_of(call)})",
+                         [S.edit(f.path, edit)]))
+    return fixes
+
+
 # ------------------------------------------------------------------------------------------ deadlock
 
 
@@ -525,7 +560,7 @@ def fix_init_fence(f: Finding, k, src) -> list:
 PROPOSERS = {
     "race": (fix_sync_warp, fix_all_lanes_arrive, fix_flip_phase_at_wrap, fix_arrival_count_mismatch,
              fix_barrier_after_cp_async_wait, fix_deeper_cp_async_wait, fix_wgmma_wait_before_release,
-             fix_tmem_load_fence_before_release),
+             fix_tmem_load_fence_before_release, fix_umma_pipeline_class),
     "scope": (fix_raise_scope, fix_acquire_fence_after_wait),
     "fence": (fix_proxy_fence,),
     "deadlock": (fix_named_barrier_count, fix_arrival_count_mismatch, fix_tx_bytes, fix_expected_count,
