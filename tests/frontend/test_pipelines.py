@@ -898,3 +898,73 @@ def test_a_tma_info_argument_is_a_tma_atom_whose_smem_layout_is_host_configurati
     producer = next(p for p in m.processes if p.warp == 0)
     loads = [o for o in ir.walk(producer.variants[0]) if isinstance(o, ir.TmaLoad)]
     assert [o.bar.name for o in loads] == ["pipeline.full (CTA 0)", "pipeline.full[1] (CTA 0)"] * 2
+
+
+ASYNC_UMMA_PAIR_BODY = """\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+layout = cute.tiled_divide(cute.make_layout((2, 1, 1)), (tiled_mma.thr_id.shape,))
+p = pipeline.PipelineAsyncUmma.create(
+    num_stages=1,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, cute.size(layout, mode=[0]) * 32),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 1),
+    barrier_storage=bars,
+    cta_layout_vmnk=layout,
+)
+if warp_idx == 1:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 1)
+    p.producer_acquire(st)
+    p.producer_commit(st)
+elif cute.arch.block_idx()[0] % 2 == 0:
+    cst = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1)
+    p.consumer_wait(cst)
+    p.consumer_release(cst)
+# The leader's commit reaches the peer's shared memory: neither CTA exits before both are done.
+cute.arch.cluster_arrive()
+cute.arch.cluster_wait()
+"""
+
+
+def _bar_name(op) -> str:
+    """`p.empty[0] (CTA 1)` -> `p.empty` (a one-stage array is named with or without its index)."""
+    return op.bar.name.split(" ")[0].split("[")[0]
+
+
+def test_two_cta_async_umma_producers_arrive_on_the_leader_and_its_commit_reaches_both_ctas():
+    # PipelineAsyncUmma of a pair (the softmax -> MMA P buffer of 2-CTA attention): the producer
+    # threads of both CTAs arrive on the leader's full barrier; the leader's MMA warp releases
+    # with one tcgen05.commit to the empty barrier of both CTAs. The tiler is `thr_id.shape`, and
+    # the MMA comes from the block-scaled helper (both as cuDNN's 2-CTA attention backward).
+    host = PAIR_HOST.replace("cute.make_tiled_mma(op)", "sm100_utils.make_blockscaled_trivial_tiled_mma("
+                             "cutlass.Float8E4M3FN, None, None, cutlass.Float8E8M0FNU, 32, "
+                             "cute.nvgpu.tcgen05.CtaGroup.TWO, (256, 128))")
+    src = f"""\
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+import cutlass.utils.blackwell_helpers as sm100_utils
+
+
+@cute.kernel
+def kernel(tiled_mma: cute.TiledMma, tma_atom: cute.CopyAtom, mA: cute.Tensor):
+{textwrap.indent(ASYNC_UMMA_PAIR_BODY, "    ")}
+
+@cute.jit
+def host(a: cute.Tensor):
+{textwrap.indent(host, "    ")}    kernel(tiled_mma, tma_atom, a).launch(grid=(2, 1, 1), block=(64, 1, 1), cluster=(2, 1, 1))
+"""
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    procs = {(p.cta, p.warp): p.variants[0] for p in m.processes}
+    for cta in (0, 1):
+        commit = [o for o in procs[(cta, 1)] if isinstance(o, ir.MbArrive)]
+        assert [(_bar_name(o), o.bar.cta, o.count, o.remote) for o in commit] == [
+            ("p.full", 0, 32, cta == 1)]
+    release = [o for o in procs[(0, 0)] if isinstance(o, ir.MbArrive)]
+    assert sorted((_bar_name(o), o.bar.cta, o.count) for o in release) == [
+        ("p.empty", 0, 1), ("p.empty", 1, 1)]
+    inits = {_bar_name(o): o.count for o in procs[(0, 0)] if isinstance(o, ir.MbInit)}
+    assert inits == {"p.full": 64, "p.empty": 1}
+    result = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False)
+    assert result.kernels[0].verdict == "verified", result.kernels[0].reason

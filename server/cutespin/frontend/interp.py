@@ -6688,6 +6688,7 @@ CALLS: dict = {
     "utils.blackwell_helpers.cluster_shape_to_tma_atom_A": h_tma_op_for_cluster,
     "utils.blackwell_helpers.cluster_shape_to_tma_atom_B": h_tma_op_for_cluster,
     "utils.blackwell_helpers.make_trivial_tiled_mma": h_mma_op,
+    "utils.blackwell_helpers.make_blockscaled_trivial_tiled_mma": h_mma_op,
     "cute.make_tiled_mma": h_make_tiled_mma, "cute.nvgpu.cpasync.tma_partition": h_tma_partition,
     "cute.printf": h_printf, "cute.print_tensor": h_printf,
     "pipeline.NamedBarrier": h_named_barrier, "pipeline.sync": h_pipeline_sync,

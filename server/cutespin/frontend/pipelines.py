@@ -569,7 +569,7 @@ def _cluster_layout(it, cls, kwargs, node):
 # 2-CTA pairs (V = 2 in `cta_layout_vmnk`, cta_group::2) are modeled for these classes: the
 # leader (V coordinate 0) arms the TMA pipeline's full barrier for the pair and commits the MMAs
 # to both CTAs; the accumulator pipeline's consumers of both CTAs release on the leader's barrier.
-PAIR_CLASSES = ("PipelineTmaUmma", "PipelineUmmaAsync")
+PAIR_CLASSES = ("PipelineTmaUmma", "PipelineUmmaAsync", "PipelineAsyncUmma")
 
 
 def is_pair(pipe: Pipeline) -> bool:
@@ -645,15 +645,37 @@ def _cluster_peer(it, bar: Smem, rank: int) -> Smem:
     return bar.at(cta=base + rank % it.ctx.cluster, remote=True)
 
 
+def _arrive_on_pair_leader(it, pipe: Pipeline, bar: Smem, node):
+    """Every calling thread arrives on the 2-CTA pair leader's barrier (remote from the peer):
+    PipelineUmmaAsync's consumer_release and PipelineAsyncUmma's producer_commit, whose mask is
+    the leader's rank."""
+    from .interp import RawArrive
+
+    leader = pipe.coord[0] == 0
+    target = bar if leader else _cluster_peer(it, bar, (it.ctx.cta % it.ctx.cluster) // 2 * 2)
+    it.emit(RawArrive(it.span(node), target, 1, it.mask, "cta" if leader else "cluster", not leader, True, 0))
+
+
 def _release(it, pipe: Pipeline, bar: Smem, style: str, node):
     """`consumer_release`: in a multi-CTA cluster the TMA pipelines signal every multicast partner."""
     from .interp import RawArrive, _lowest
 
     if pipe.kind == "PipelineUmmaAsync" and is_pair(pipe):
-        # Every calling thread arrives on the pair leader's barrier (remote from the peer).
-        leader = pipe.coord[0] == 0
-        target = bar if leader else _cluster_peer(it, bar, (it.ctx.cta % it.ctx.cluster) // 2 * 2)
-        it.emit(RawArrive(it.span(node), target, 1, it.mask, "cta" if leader else "cluster", not leader, True, 0))
+        _arrive_on_pair_leader(it, pipe, bar, node)
+        return
+    if pipe.kind == "PipelineAsyncUmma" and is_pair(pipe):
+        # consumer_mask = this CTA | its peer: one elected tcgen05.commit arrives on the barrier
+        # of both CTAs of the pair once the MMAs are done.
+        span = it.span(node)
+        lane = _lowest(it.mask)
+        it.elected_lanes.add(lane.bit_length() - 1)
+        umma_commit_wait(it, span, lane)
+        pair = (it.ctx.cta % it.ctx.cluster) // 2 * 2
+        for rank in (pair, pair + 1):
+            target = _cluster_peer(it, bar, rank)
+            local = target.cta == it.ctx.cta
+            it.emit(RawArrive(span, bar if local else target, 1, lane, "cta" if local else "cluster", not local,
+                              True, 0))
         return
     if pipe.layout is None or pipe.kind not in ("PipelineTmaAsync", "PipelineTmaUmma"):
         _arrive(it, bar, style, node)
@@ -762,9 +784,13 @@ def method(it, pipe, meth: str, args, kwargs, node):
 
 def _commit(it, pipe: Pipeline, bar: Smem, style: str, node):
     """`producer_commit`: PipelineUmmaAsync of a 2-CTA pair commits (one elected tcgen05.commit)
-    to the full barrier of both CTAs of the pair; every other commit arrives locally."""
+    to the full barrier of both CTAs of the pair; PipelineAsyncUmma's producer threads of a pair
+    arrive on the leader's full barrier; every other commit arrives locally."""
     from .interp import RawArrive, _lowest
 
+    if pipe.kind == "PipelineAsyncUmma" and is_pair(pipe):
+        _arrive_on_pair_leader(it, pipe, bar, node)
+        return
     if pipe.kind != "PipelineUmmaAsync" or not is_pair(pipe):
         _arrive(it, bar, style, node)
         return
