@@ -861,3 +861,55 @@ def test_a_per_lane_mapa_credit_arrive_lands_once_on_each_cta(require_spin):
 def test_a_credit_count_above_the_arrivals_deadlocks(require_spin):
     r = check(credit_arrive(init_count=3))
     assert r.verdict == "counterexample" and any(f.code == "CS101" for f in r.findings), r.reason
+
+
+VERSIONED_DESC = """
+from cutlass._mlir.dialects import llvm
+from cutlass.cute.arch.nvvm_wrappers import inline_ptx
+from cutlass.experimental.primitives import nvvm_wrapper as _nvvm_wrap
+
+
+def _desc(base):
+    # cuDNN frost's Rubin descriptor: the versioned intrinsic on the address shifted to 16-byte
+    # granules, hidden from LLVM by an identity `mov` (`desc_opaque`).
+    addr = cutlass.Int32(llvm.ptrtoint(cutlass.Int32.mlir_type, base.ir_value()))
+    raw = prims.Tcgen05SmemDesc(_nvvm_wrap._tcgen05_mma_smem_desc_v2(addr >> cutlass.Int32(4), 1, 64, 1, 0, 0, 0, 0))
+    return inline_ptx("mov.b64 $0, $1;", write_only_types=[type(raw)], read_only_args=[raw])
+"""
+
+
+def test_a_versioned_descriptor_behind_an_identity_mov_reads_its_buffer(require_spin):
+    for commit_before_mma, verdict in ((False, "verified"), (True, "counterexample")):
+        src = mma_pipeline(commit_before_mma).replace(
+            '\n\ndef _desc(addr):\n    return prims.Tcgen05SmemDesc.build(start_address=addr, leading_byte_offset=16, '
+            'stride_byte_offset=1024, layout=0)\n', VERSIONED_DESC)
+        assert "_tcgen05_mma_smem_desc_v2" in src
+        m = model(src)
+        assert not m.unmodeled, m.unmodeled
+        reads = {op.region.name for p in m.processes for op in ir.walk(p.variants[-1])
+                 if isinstance(op, (ir.Access, ir.AsyncRead)) and not getattr(op, "write", False)
+                 and op.region.space == "smem"}
+        assert any(name.startswith("bufs") for name in reads), reads
+        assert check(src).verdict == verdict
+
+
+def test_a_positional_array_over_a_pointer_is_a_view_of_that_memory():
+    # `cutlass.Array(sK.data_ptr(), shape=n, dtype=dt)` (cuDNN's dV staging aliasing sK): the
+    # pointer's buffer, not a call handed a buffer.
+    src = kernel(RING_SETUP + """\
+sK = cutlass.Array(cutlass.Float16, 4096, space=SMEM)
+sdV = cutlass.Array(sK.data_ptr(), shape=2048, dtype=cutlass.Float32)
+if warp == 0:
+    prims.store_ext(cutlass.Float32(1.0), sdV.subview(0), shared_space=prims.SharedSpace.shared_cta)
+    if prims.elect_sync():
+        prims.mbarrier_arrive(full.subview(0))
+else:
+    while not prims.mbarrier_try_wait_parity(full.subview(0), 0):
+        pass
+    v = sK.subview(0).load()
+""")
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    names = {op.region.name.split("[")[0].split(" ")[0] for p in m.processes for op in ir.walk(p.variants[-1])
+             if isinstance(op, ir.Access)}
+    assert names == {"sK"}, names

@@ -1600,6 +1600,7 @@ class KernelInterp:
             saved_out = self.out
             self.out = []
             saved_facts = dict(self.facts)
+            discovered0 = set(self.ctx.discovered)
             if shared is not None:
                 # Inside a side, the uniform condition has that side's value (`if t.valid:` again).
                 self.facts[key] = k == 0
@@ -1613,6 +1614,11 @@ class KernelInterp:
                 if not (self.host or _is_const_expr_test(node) or isinstance(e, _Raises)):
                     raise  # both sides of a runtime branch are traced
                 failed[k] = e
+                # A runtime loop met only on a side that does not trace is no loop of the kernel:
+                # its bound must not become a trip count of the configurations (cuDNN frost's
+                # `RegTile(n, dtype)` side of `isinstance(vec_or_n, int)` on a register vector).
+                for text in set(self.ctx.discovered) - discovered0:
+                    del self.ctx.discovered[text]
             except _PartialReturn as pr:
                 partial[k] = pr
             except _Return as r:
@@ -2997,6 +3003,9 @@ class KernelInterp:
             if isinstance(a, ModuleRef) and isinstance(b, ModuleRef):
                 # `type is PipelineUserType.Producer`: one library object, named twice.
                 return (canonical(a.qualname) == canonical(b.qualname)) != isinstance(op_node, cst.IsNot)
+            if isinstance(a, DType) and isinstance(b, DType):
+                # `dtype is cutlass.Float32` (cuDNN frost's `_zero_py`): one numeric class, named twice.
+                return (a == b) != isinstance(op_node, cst.IsNot)
             return (a is b) != isinstance(op_node, cst.IsNot)
         op = CMPOPS.get(type(op_node))
         if op is None:
@@ -5084,6 +5093,10 @@ def h_inline_ptx(it, args, kwargs, node):
         it.run_if(pred, lambda: h_inline_ptx(it, args, unguarded, node), node)
         return result
     snippet_guarded = pred is not None and pred is not True
+    if n_out == 1 and ins and not snippet_guarded and re.fullmatch(r"\s*mov\.b\d+\s+\$0\s*,\s*\$1\s*;?\s*", text):
+        # `mov.b64 $0, $1;` (frost's `desc_opaque`, which hides a descriptor from LLVM's
+        # reassociation): the value itself.
+        return ins[0]
     return run_ptx(it, text, instructions, ins, n_out, plain, snippet_guarded, "read_write_args" in kwargs,
                    result, node)
 
@@ -6407,9 +6420,11 @@ def h_array(it, args, kwargs, node):
     elements of shared memory declared where they are used, one allocation per call site like
     `SmemAllocator.allocate_array`; its `.subview(i)` is element i (an mbarrier of a ring). An
     array in any other space is registers: the generic call."""
-    view = kwargs.get("base")
+    view = kwargs.get("base", args[0] if args else None)
     if isinstance(view, Smem):
-        return view  # `Array(base=ptr, shape=n, dtype=dt)`: a typed view of memory the pointer names
+        # `Array(base=ptr, shape=n, dtype=dt)` / `Array(buf.data_ptr(), shape=n, dtype=dt)` (cuDNN's
+        # dV staging over sK): a typed view of the memory the pointer names (a dtype is never a buffer).
+        return _as_view(view)
     space = kwargs.get("space")
     if not _names_smem_space(space):
         return it.unknown_call("Array", args, kwargs, node)
@@ -6613,6 +6628,14 @@ POINTER_PROBES = frozenset({"subview", "llvm_ptr", "ir_value", "data_ptr", "toin
 POINTER_CASTS = ("raw_ptr", "llvm_ptr", "tospace", "ir_value")
 
 
+def h_type(it, args, kwargs, node):
+    """`type(value)` of a buffer or pointer (cuDNN frost's `desc_opaque`: the result type of an
+    identity `mov` of a descriptor): the class, which reads and signals nothing."""
+    if len(args) == 1 and not kwargs:
+        return Unknown("type of a value")
+    return it.unknown_call("type", args, kwargs, node)
+
+
 def h_hasattr(it, args, kwargs, node):
     """`hasattr(x, "llvm_ptr")` on a buffer or pointer the model tracks: False, so the helper takes
     its plain-pointer path (`x + n`, `x`), which the model follows and which names the same
@@ -6697,7 +6720,7 @@ CALLS: dict = {
     "arch.store_async_dsmem": h_store_async_dsmem,
     "SmemAllocator": h_allocator, "Array": h_array, "globals": h_globals, "const_expr": h_const_expr, "print": h_printf,
     "functools.partial": h_partial, "cutlass_dsl.if_generate": h_if_generate, "if_generate": h_if_generate,
-    "isinstance": h_isinstance, "hasattr": h_hasattr,
+    "isinstance": h_isinstance, "hasattr": h_hasattr, "type": h_type,
     "pipeline.CooperativeGroup": P.h_cooperative_group, "pipeline.make_pipeline_state": P.h_make_state,
     "pipeline.MbarrierArray": P.h_mbarrier_array,
     "pipeline.PipelineState": P.h_pipeline_state, "arch.issue_clc_query": P.h_issue_clc_query, "arch.clc_response": P.h_clc_response, "cute.nvgpu.tcgen05.commit": P.h_tcgen05_commit,

@@ -25,6 +25,8 @@ Each handler has the interpreter's handler signature `(it, args, kwargs, node)`;
 registers them in its CALLS table. What a call leaves unresolved is reported unmodeled with the
 reason, never skipped.
 """
+import libcst as cst
+
 from . import interp as I
 from . import pipelines as P
 from .interp import (TMEM_ST, RawAccess, RawAsyncRead, RawAsyncReadWait, RawTmaStore, Smem, Unknown, _kw, _lowest,
@@ -118,6 +120,27 @@ def h_smem_descriptor(it, args, kwargs, node):
     reading it reads that buffer."""
     start = _kw(args, kwargs, 0, "start_address")
     return start if isinstance(start, Smem) and not start.tmem else Unknown("SMEM descriptor")
+
+
+def h_raw_smem_descriptor(it, args, kwargs, node):
+    """The versioned descriptor intrinsic `nvvm_wrapper._tcgen05_mma_smem_desc_v2(addr >> 4, lbo,
+    sbo, version, ...)` (cuDNN frost's `SmemTile.desc` for Rubin, with `addr =
+    Int32(llvm.ptrtoint(T, base.ir_value()))`): it encodes the start address of the buffer `addr`
+    points into, as `Tcgen05SmemDesc.build` does. Only that encoding is followed: the address
+    shifted right by the descriptor's 4-bit granule, of a plain name."""
+    start = args[0] if args else None
+    arg = node.args[0].value if isinstance(node, cst.Call) and node.args else None
+    if not isinstance(start, Smem) and isinstance(arg, cst.BinaryOperation) \
+            and isinstance(arg.operator, cst.RightShift) and isinstance(arg.left, cst.Name):
+        start = it.eval(arg.left)
+    return start if isinstance(start, Smem) and not start.tmem else Unknown("SMEM descriptor")
+
+
+def h_descriptor_value(it, args, kwargs, node):
+    """`Tcgen05SmemDesc(raw)`: the descriptor class around a raw 64-bit descriptor value, which
+    stands for the buffer it encodes (h_raw_smem_descriptor)."""
+    raw = args[0] if args else kwargs.get("desc")
+    return raw if isinstance(raw, Smem) and not raw.tmem else Unknown("SMEM descriptor")
 
 
 def h_mma(it, args, kwargs, node):
@@ -329,7 +352,8 @@ HANDLERS = {
     "primitives.cp_async_bulk_wait_group": h_bulk_wait,
     "primitives.tcgen05_commit": h_commit,
     "primitives.tcgen05_mma": h_mma, "primitives.tcgen05_mma_block_scale": h_mma_block_scale,
-    "primitives.Tcgen05SmemDesc.build": h_smem_descriptor, "primitives.WgmmaSmemDesc.build": h_smem_descriptor,
+    "primitives.Tcgen05SmemDesc.build": h_smem_descriptor, "primitives.Tcgen05SmemDesc": h_descriptor_value,
+    "primitives.nvvm_wrapper._tcgen05_mma_smem_desc_v2": h_raw_smem_descriptor, "primitives.WgmmaSmemDesc.build": h_smem_descriptor,
     "primitives.make_tmem_ptr": h_make_tmem_ptr, "primitives.make_tmem_ptr_from_warp_row_col": h_make_tmem_ptr,
     "primitives.tcgen05_ld": h_tmem_load, "primitives.tcgen05_st": h_tmem_store, "primitives.tcgen05_cp": h_tmem_copy,
     "primitives.tcgen05_wait": h_tmem_wait, "primitives.tcgen05_fence": h_tmem_thread_sync_fence,
