@@ -360,3 +360,65 @@ class K:
     from cutespin import ir
     accesses = [(o.region.name, o.write) for o in ir.walk(m.processes[0].variants[0]) if isinstance(o, ir.Access)]
     assert accesses == [("holder (CTA 0)", True), ("holder (CTA 0)", False)]
+
+
+CONFIG_MODULE = """\
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Params:
+    flavor: int = 128
+    ctas: int = 2
+
+
+@dataclass(frozen=True)
+class Cfg:
+    CTAS: int
+    THREADS: int
+
+
+def make_cfg_64(params):
+    return Cfg(CTAS=1, THREADS=64), "tma64"
+
+
+def make_cfg_128(params):
+    return Cfg(CTAS=params.ctas, THREADS=128), "tma128"
+"""
+
+CONFIG_KERNEL = """\
+import cutlass
+import cutlass.cute as cute
+
+from cfgpkg.config import Params, make_cfg_64, make_cfg_128
+
+PARAMS = globals().get("TEMPLATE_PARAMS", Params())
+_MAKE_CFG = {64: make_cfg_64, 128: make_cfg_128}
+CFG, _TMA = _MAKE_CFG[PARAMS.flavor](PARAMS)
+
+
+@cute.kernel
+def kernel(mA: cute.Tensor):
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+
+
+@cute.jit
+def host(a: cute.Tensor):
+    kernel(a).launch(grid=(2, 1, 1), block=(CFG.THREADS, 1, 1), cluster=(CFG.CTAS, 1, 1))
+"""
+
+
+def test_a_configuration_unpacked_from_a_call_picked_by_an_int_key_folds(tmp_path):
+    # cuDNN frost's templates: `CFG, _TMA = _MAKE_CFG[PARAMS.d_flavor](PARAMS)`, with the dict keyed
+    # by head dimension. CFG's cluster and block sizes fold, so the launch is the one modeled.
+    pkg = tmp_path / "cfgpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "config.py").write_text(CONFIG_MODULE)
+    (pkg / "k.py").write_text(CONFIG_KERNEL)
+    m = build_models(CONFIG_KERNEL, str(pkg / "k.py"), SETTINGS)[0]
+    assert not m.unmodeled, m.unmodeled
+    assert m.bounds["cluster"] == 2
+    assert not any("not foldable" in a for a in m.assumptions), m.assumptions
+    assert len({p.warp for p in m.processes}) == 4  # 128 threads

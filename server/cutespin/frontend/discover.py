@@ -40,12 +40,21 @@ class LaunchSite:
 
 
 @dataclass
+class UnpackedItem:
+    """A module constant bound by unpacking a value (`CFG, _TMA = make_cfg(PARAMS)`): item
+    `index` of the value of `value` (a cst expression), in place of an expression of its own."""
+
+    value: cst.BaseExpression
+    index: int
+
+
+@dataclass
 class ModuleInfo:
     wrapper: MetadataWrapper
     module: cst.Module
     positions: dict
     aliases: dict  # local name -> fully qualified name
-    constants: dict  # module-level NAME -> cst expression
+    constants: dict  # module-level NAME -> cst expression (or UnpackedItem)
     functions: dict  # module-level function name -> FunctionDef
     classes: dict  # class name -> ClassDef
     kernels: list = field(default_factory=list)  # list[KernelSite]
@@ -335,6 +344,12 @@ def discover(text: str, package: Optional[str] = None) -> ModuleInfo:
                         for target, value in zip(t.elements, small.value.elements):
                             if isinstance(target.value, cst.Name):
                                 info.constants[target.value.value] = value.value
+                    elif isinstance(t, (cst.Tuple, cst.List)) and \
+                            not any(isinstance(e, cst.StarredElement) for e in t.elements):
+                        # `CFG, _TMA = make_cfg(PARAMS)` (cuDNN frost): each name an item of the value.
+                        for i, target in enumerate(t.elements):
+                            if isinstance(target.value, cst.Name):
+                                info.constants[target.value.value] = UnpackedItem(small.value, i)
                 elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value:
                     info.constants[small.target.value] = small.value
         elif isinstance(stmt, cst.FunctionDef):

@@ -26,7 +26,7 @@ import libcst.matchers as cst_matchers
 
 from .. import ir
 from . import pipelines as P
-from .discover import NUMERIC_TYPES, ModuleInfo, canonical, is_property_accessor, qualify
+from .discover import NUMERIC_TYPES, ModuleInfo, canonical, UnpackedItem, is_property_accessor, qualify
 from .project import LIBRARY_PIPELINE_PREFIXES, ClassAttr, LibraryName, ModuleConst, UndefinedName, local_class_ref
 from .values import _flatten as _flat
 from .values import (
@@ -2479,7 +2479,7 @@ class KernelInterp:
         if name in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[name]
         if name in self.info.constants:
-            return self.module_constant(self.info, name, lambda: self.eval(self.info.constants[name]))
+            return self.module_constant(self.info, name, lambda: self.eval_constant(self.info.constants[name]))
         if name in self.info.aliases:
             return self.ref(self.info.aliases[name])
         if name in self.info.functions:
@@ -2517,7 +2517,8 @@ class KernelInterp:
                 self.const_stack.add(target.name)  # `A = B` / `B = A` across modules: no loop
                 try:
                     return self.module_constant(target.module, target.name.rsplit(".", 1)[-1],
-                                                lambda: self.in_module(target.module, lambda: self.eval(target.expr)))
+                                                lambda: self.in_module(target.module,
+                                                                       lambda: self.eval_constant(target.expr)))
                 finally:
                     self.const_stack.discard(target.name)
         return ModuleRef(qualname)
@@ -2568,6 +2569,16 @@ class KernelInterp:
         if value is not None:
             return self.in_module(cref.module, lambda: self.eval(value))
         return ModuleRef(f"<class {cref.qualname}>.{attr}")
+
+    def eval_constant(self, expr):
+        """The value of a module constant's expression; for a name bound by unpacking
+        (`CFG, _TMA = make_cfg(PARAMS)`), its item of the unpacked value."""
+        if not isinstance(expr, UnpackedItem):
+            return self.eval(expr)
+        whole = self.eval(expr.value)
+        if isinstance(whole, (tuple, list)):
+            return whole[expr.index] if expr.index < len(whole) else Unknown("unpacked past the end of a value")
+        return Unknown("item of an unpacked value that did not fold")
 
     def module_constant(self, module: ModuleInfo, name: str, evaluate):
         """A module-level constant: computed at import, before any tracing, so what the
@@ -2744,13 +2755,13 @@ class KernelInterp:
         return LambdaRef(node, dict(self.env), self.info)
 
     def eval_Dict(self, node):
-        out = {}
-        for el in node.elements:
-            if isinstance(el, cst.DictElement):
-                k = self.eval(el.key)
-                if isinstance(k, str):
-                    out[k] = self.eval(el.value)
-        return out
+        """A dict display. String keys are kept; integer keys too when every key folds (frost's
+        `_MAKE_CFG = {32: make_cfg_d32, 64: ..., 128: ...}` picked by a template parameter), so
+        that a key that did not fold can never be the one a lookup misses."""
+        items = [(self.eval(el.key), el.value) for el in node.elements if isinstance(el, cst.DictElement)]
+        all_fold = len(items) == len(node.elements) and all(
+            isinstance(k, (str, int)) and not isinstance(k, bool) for k, _ in items)
+        return {k: self.eval(v) for k, v in items if isinstance(k, str) or all_fold}
 
     def eval_Tuple(self, node):
         return self.eval_elements(node.elements)
