@@ -75,6 +75,15 @@ def test_verified_fixes_come_first_and_one_is_preferred(require_spin):
     assert sum(x.preferred for x in fixes) == 1 and fixes[0].preferred
 
 
+def test_lane_release_fixes_are_only_offered_for_writes_of_the_racing_buffer(require_spin):
+    # The MMA reads sA before the TMA load into it is waited for. Warp 0's elected lane arrives
+    # after its lanes wrote the TMEM holder, another buffer: `sync_warp()` before that arrive is
+    # no fix for this race and is not proposed.
+    _, _, fr = checked("umma_mma_before_wait.py")
+    (finding,) = fr.kernels[0].findings
+    assert not [x.title for x in finding.fixes if "sync_warp" in x.title or "lanes arrive" in x.title]
+
+
 def test_apply_edits_handles_insertions_and_replacements_in_any_order():
     from cutespin.findings import Edit
     from cutespin.ir import Span

@@ -74,8 +74,10 @@ def propose(f: Finding, kr, src: "S.Source") -> list:
 # ------------------------------------------------------------------------------------------ race
 
 
-def _elected_arrives_after_lane_writes(k: ir.KernelModel, region_name: Optional[str]):
-    """Arrives made by one elected lane of a warp whose other lanes wrote a buffer before it."""
+def _elected_arrives_after_lane_writes(k: ir.KernelModel, region: Optional[int]):
+    """Arrives made by one elected lane of a warp whose other lanes wrote a buffer before it
+    (the racing buffer `region` when the finding names one: an elected arrive after writes of an
+    unrelated buffer cannot be what the race needs)."""
     hits = []
     for p in k.processes:
         multi = len(p.lane_classes) > 1
@@ -84,7 +86,7 @@ def _elected_arrives_after_lane_writes(k: ir.KernelModel, region_name: Optional[
         for ops in p.variants:
             wrote_other = set()
             for op in ops:
-                if isinstance(op, ir.Access) and op.write:
+                if isinstance(op, ir.Access) and op.write and (region is None or op.region.index == region):
                     wrote_other |= {ci for ci in range(len(p.lane_classes)) if op.lanes >> ci & 1}
                 if isinstance(op, ir.SyncWarp):
                     wrote_other = set()
@@ -106,7 +108,7 @@ def fix_sync_warp(f: Finding, k, src) -> list:
         return []
     fixes = []
     done = set()
-    for p, op in _elected_arrives_after_lane_writes(k, None):
+    for p, op in _elected_arrives_after_lane_writes(k, f.data.get("region")):
         stmt = src.enclosing_elect_or_statement(op.span)
         if stmt is None or stmt in done:
             continue
@@ -121,7 +123,7 @@ def fix_all_lanes_arrive(f: Finding, k, src) -> list:
     if _not_a_lane_release(f):
         return []
     fixes = []
-    for p, op in _elected_arrives_after_lane_writes(k, None):
+    for p, op in _elected_arrives_after_lane_writes(k, f.data.get("region")):
         with_stmt = src.enclosing_elect(op.span)
         init = _init_of(k, op.bar)
         if with_stmt is None or init is None:
