@@ -913,3 +913,16 @@ else:
     names = {op.region.name.split("[")[0].split(" ")[0] for p in m.processes for op in ir.walk(p.variants[-1])
              if isinstance(op, ir.Access)}
     assert names == {"sK"}, names
+
+
+def test_a_plain_arrive_after_the_mma_releases_operands_still_being_read(require_spin):
+    # The MMA reads its SMEM operands until a tcgen05_commit signals it is done; an
+    # mbarrier_arrive right after issuing it lets the producer's next TMA load overwrite them.
+    src = mma_pipeline().replace("prims.tcgen05_commit(empty.subview(s), group=prims.CTAGroup.CTA_1)",
+                                 "prims.mbarrier_arrive(empty.subview(s))")
+    assert "tcgen05_commit" not in src
+    r = check(src)
+    assert r.verdict == "counterexample", r.reason
+    race = next(f for f in r.findings if f.code == "CS201")
+    assert race.span.line == line_of(src, "cp_async_bulk_tensor_shared_cta_global"), race.message
+    assert "tcgen05 MMA reading it may not be done" in race.message

@@ -38,13 +38,17 @@ def _reads(body: str, head: str = HEAD):
     src = head + "".join("    " + line + "\n" for line in body.strip().splitlines()) + "    cute.arch.sync_threads()\n"
     k = build_models(src, "k.py", Settings())[0]
     ops = list(ir.walk(k.processes[0].variants[-1])) if k.processes else []
-    # A tcgen05 MMA's operand read is taken at issue (its commit signals completion): a read Access.
-    return [op for op in ops if isinstance(op, ir.Access) and not op.write and op.region.name.startswith("sA")]
+    # Reads of sA by the MMA: asynchronous reads (retired by the warp's tcgen05.commit), or plain
+    # reads at issue for an MMA that is neither a tcgen05 nor a warpgroup one.
+    return [op for op in ops if (isinstance(op, ir.AsyncRead) or isinstance(op, ir.Access) and not op.write)
+            and op.region.name.startswith("sA")]
 
 
 def test_umma_operand_view_selects_the_stage_by_its_last_index():
     reads = _reads("cute.gemm(tiled_mma, acc, tCrA[(None, None, 0, 1)], tCrA[(None, None, 0, 1)], acc)")
     assert [r.region.name for r in reads] == ["sA[stage 1] (CTA 0)"] * 2
+    # A tcgen05 MMA (the file's only asynchronous MMAs): reading until a commit, none here.
+    assert all(isinstance(r, ir.AsyncRead) and r.kind == "umma" for r in reads)
 
 
 def test_a_file_without_asynchronous_mmas_keeps_register_fragments():

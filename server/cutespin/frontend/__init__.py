@@ -1506,7 +1506,8 @@ class _Converter:
                 # tcgen05.commit of the warp: its operand read is taken at issue.
                 return ir.Access(op.span, region, False, self.lanes(op.mask), part=op.target.part,
                                  exact=_exact(op.target))
-            kind = op.kind if op.kind != "mma" else "wgmma" if self.wgmma else "umma"
+            kind = "wgmma" if op.kind in ("mma", "umma") and self.wgmma else \
+                "umma" if op.kind == "mma" else op.kind
             return ir.AsyncRead(op.span, region, self.lanes(op.mask), kind, exact=_exact(op.target))
         if isinstance(op, I.RawAsyncReadWait):
             if op.kind == "umma" and not self.umma:
@@ -2336,9 +2337,10 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         conv.wgmma = any(isinstance(op, ir.AsyncReadCommit) and op.kind == "wgmma"
                          or isinstance(op, I.RawAsyncReadWait) and op.kind == "wgmma"
                          for it in its for op in ir.walk(it.out))
-        conv.umma = not conv.wgmma and any(isinstance(op, I.RawAsyncReadWait) and op.kind == "umma"
+        conv.umma = not conv.wgmma and any(isinstance(op, I.RawAsyncRead) and op.kind in ("mma", "umma")
                                            for it in its for op in ir.walk(it.out)) \
-            and any(isinstance(op, I.RawAsyncRead) and op.kind == "mma" for it in its for op in ir.walk(it.out))
+            and any(isinstance(op, I.RawAsyncReadWait) and op.kind == "umma" or
+                    isinstance(op, I.RawAsyncRead) and op.kind == "umma" for it in its for op in ir.walk(it.out))
         variants = [conv.convert(it.out) for it in its]
         if not any(variants):
             continue

@@ -418,31 +418,34 @@ def _plain_callable_params(fn: "FuncRef", args, kwargs, module, project) -> froz
 
 
 def _mma_kinds(code: str) -> tuple:
-    """(names a warp-level MMA, names an asynchronous one): `cute.nvgpu.warp.Mma*` (Ampere, Sm120)
-    against `warpgroup.*` / `tcgen05.*` other than their layout helpers."""
+    """(names a warp-level MMA, names a warpgroup operation, names a tcgen05 operation):
+    `cute.nvgpu.warp.Mma*` (Ampere, Sm120) against `warpgroup.*` / `tcgen05.*` other than their
+    layout helpers."""
     try:
         names = [t.string for t in tokenize.generate_tokens(io.StringIO(code).readline)
                  if t.type in (tokenize.NAME, tokenize.OP)]
     except (tokenize.TokenError, SyntaxError):
         names = re.findall(r"\w+|\.", code)
-    warp_level = asynchronous = False
+    warp_level = warpgroup = tcgen05 = False
     for i in range(len(names) - 2):
         head, dot, member = names[i:i + 3]
         if dot != ".":
             continue
         if head == "warp" and member.startswith("Mma"):
             warp_level = True
-        elif head in ("warpgroup", "tcgen05") and member not in LAYOUT_HELPERS:
-            asynchronous = True
-    return warp_level, asynchronous
+        elif head == "warpgroup" and member not in LAYOUT_HELPERS:
+            warpgroup = True
+        elif head == "tcgen05" and member not in LAYOUT_HELPERS:
+            tcgen05 = True
+    return warp_level, warpgroup, tcgen05
 
 
 def _register_fragments(code: str) -> bool:
     """Whether the code names a warp-level MMA and no asynchronous one (`_mma_kinds`): then MMA
     operand fragments are registers, whatever its comments say (cuDNN's SM120 kernel says
     "warpgroup donates registers" in one)."""
-    warp_level, asynchronous = _mma_kinds(code)
-    return warp_level and not asynchronous
+    warp_level, warpgroup, tcgen05 = _mma_kinds(code)
+    return warp_level and not (warpgroup or tcgen05)
 
 
 LAYOUT_HELPERS = {"make_smem_layout_atom", "SmemLayoutAtomKind"}
@@ -3776,12 +3779,19 @@ class KernelInterp:
                 code = self.root_info.module.code
                 # tcgen05 (UMMA) MMAs read SMEM operands through descriptors as wgmma does, until
                 # their commit's barrier completes; a Blackwell file need not say `warpgroup`.
-                warp_level, asynchronous = _mma_kinds(code)
-                cached = ("warpgroup" in code.replace("warpgroup.make_smem_layout_atom", "") or asynchronous) \
-                    and not (warp_level and not asynchronous)
+                warp_level, warpgroup, tcgen05 = _mma_kinds(code)
+                views = ("warpgroup" in code.replace("warpgroup.make_smem_layout_atom", "") or tcgen05) \
+                    and not (warp_level and not (warpgroup or tcgen05))
+                cached = (views, tcgen05 and not warpgroup)
                 setattr(self.root_info, "_warpgroup_mma", cached)
             self._warpgroup_mma = cached
-        return self._warpgroup_mma
+        return self._warpgroup_mma[0]
+
+    def tcgen05_only(self) -> bool:
+        """Whether the file's asynchronous MMAs are tcgen05 (Blackwell) ones alone: its `cute.gemm`
+        on shared memory is a UMMA whatever its tiled MMA argument (a kernel parameter)."""
+        self.fragments_are_smem_views()
+        return self._warpgroup_mma[1]
 
     def thread_partition(self, v, node):
         """`thr.partition_D(s)` / `local_partition(s, ..., tidx)`: the calling thread's elements of
@@ -6165,6 +6175,10 @@ def h_gemm(it, args, kwargs, node):
         it.registry.assume(TMEM_MMA_PAIR)
         base = (it.ctx.cta // it.ctx.cluster) * it.ctx.cluster
         ctas.append(base + ((it.ctx.cta - base) ^ 1))
+    # A tcgen05 MMA (its tiled MMA carries a CTA group, or the file's asynchronous MMAs are all
+    # tcgen05 ones) reads its operands until the warp's next tcgen05.commit, with or without one;
+    # any other MMA is a wgmma or not, by its warp's group commits and waits (frontend).
+    umma = isinstance(args[0] if args else None, CtaGroupOp) or it.tcgen05_only()
     for v in args[2:4]:
         it.read_registers(v, node)
         for cta in ctas:
@@ -6174,7 +6188,7 @@ def h_gemm(it, args, kwargs, node):
                 it.registry.assume(TMEM_MMA)
                 it.emit(RawAccess(it.span(node), u, False, _lowest(it.mask), False, not u.inexact))
             elif isinstance(u, Smem):
-                it.emit(RawAsyncRead(it.span(node), u, it.mask, "mma"))
+                it.emit(RawAsyncRead(it.span(node), u, it.mask, "umma" if umma else "mma"))
     d = args[1] if len(args) > 1 else kwargs.get("d")
     if isinstance(d, Smem) and d.tmem:
         # tcgen05.mma is issued by one thread; the accumulator write is taken at issue, its
