@@ -179,3 +179,27 @@ def test_a_loop_walking_down_to_a_known_end_knows_every_index_and_its_start():
     waits = [o.bar.name.split(" ")[0] for c, ops in zip(m.configs, m.processes[1].variants) if c.trips["n - 2"] == 2
              for o in ir.walk(ops) if isinstance(o, ir.MbWait)]
     assert waits == ["bars[1]", "bars", "bars"], waits  # the drain waits on slot (n - 1) % 2 = 0
+
+
+STRIDED_BOUND = """\
+smem = cutlass.utils.SmemAllocator()
+sBuf = smem.allocate_tensor(cutlass.Float32, cute.make_layout((32, 2)), 128)
+n = mA.shape[0]
+first = n % 4  # read before the loop: with T pairs, n is 2T
+for i in cutlass.range(0, n, 2):
+    sBuf[None, (first + i) % 2].fill(0.0)
+cute.arch.sync_threads()
+x = sBuf.load()
+"""
+
+
+def test_a_bound_of_a_stride_2_loop_is_twice_the_trip_count_where_it_is_read():
+    # cuDNN's SwiGLU epilogue: `num_prev = tiles * subtile_cnt` before `for s in range(0,
+    # subtile_cnt, 2)`. Read as the trip count T, an odd T shifted every later buffer index.
+    m = build_models(kernel_source(STRIDED_BOUND), "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    for c, ops in zip(m.configs, m.processes[0].variants):
+        writes = [o.region.name.split(" ")[0] for o in ir.walk(ops) if isinstance(o, ir.Access) and o.write]
+        # first = 2T % 4 is even: every write is to stage 0, T of them.
+        assert writes == ["sBuf[stage"] * c.trips["n"] and all("stage 0" in o.region.name for o in ir.walk(ops)
+                                                             if isinstance(o, ir.Access) and o.write), (c.trips, writes)

@@ -1591,13 +1591,17 @@ def _orphan_expects(processes: list, unknown_bars: set) -> list:
     return [op for pi, op in expects if copiers.get(op.bar.index, set()) - {pi}]
 
 
-def _units_in(ops, unknown_bars, names, pairs, mcasts, pending=None) -> dict:
+def _units_in(ops, unknown_bars, names, pairs, mcasts, pending=None, unclaimed=None) -> dict:
     """Count one unit per TMA copy into the latest expect on its barrier before it, following the
     program's structure: the copies on the sides of a runtime branch (frost issues the Q tile or
     the K tile into the same stage) count once when every side issues as many, never as their sum.
+    A copy issued before any expect of its warp on that barrier counts into the warp's next expect
+    on it, provided the warp does not wait on the barrier in between (cuDNN QSA: the Q copy, then
+    `mbarrier_arrive_and_expect_tx`; the transaction count may go below zero meanwhile).
 
     Returns {id(expect): [expect, units, sides disagree]} and leaves the counting to the caller."""
     pending = [] if pending is None else pending  # expect ops waiting for their copies, in order
+    unclaimed = {} if unclaimed is None else unclaimed  # barrier -> units of copies no expect took yet
     counts: dict = {}
     for op in ops:
         if isinstance(op, (ir.MbArrive, ir.MbExpectTx)) and op.bar.index in unknown_bars and (
@@ -1606,24 +1610,36 @@ def _units_in(ops, unknown_bars, names, pairs, mcasts, pending=None) -> dict:
             op.tx_known = True
             pending.append(op)
             names[op.bar.index] = op.bar.name
+            if unclaimed.get(op.bar.index):
+                counts.setdefault(id(op), [op, 0, False])[1] += unclaimed.pop(op.bar.index)
+        elif isinstance(op, ir.MbWait):
+            unclaimed.pop(op.bar.index, None)  # a later phase's expect is not this copy's
         elif isinstance(op, ir.TmaLoad) and op.bar.index in unknown_bars:
             op.tx = 1
             op.tx_known = True
+            units = (2 if op.pair else 1) * op.mcast
+            if op.pair:
+                pairs.add(op.bar.name)
+            if op.mcast > 1:
+                mcasts[op.bar.name] = op.mcast
             expect = next((e for e in reversed(pending) if e.bar.index == op.bar.index), None)
             if expect is not None:
-                entry = counts.setdefault(id(expect), [expect, 0, False])
-                entry[1] += (2 if op.pair else 1) * op.mcast
-                if op.pair:
-                    pairs.add(op.bar.name)
-                if op.mcast > 1:
-                    mcasts[op.bar.name] = op.mcast
+                counts.setdefault(id(expect), [expect, 0, False])[1] += units
+            else:
+                unclaimed[op.bar.index] = unclaimed.get(op.bar.index, 0) + units
         elif isinstance(op, ir.Choice):
             before = list(pending)
-            sides = []
+            before_unclaimed = dict(unclaimed)
+            sides, sides_unclaimed = [], []
             for alt in op.alternatives:
                 side_pending = list(before)
-                sides.append(_units_in(alt, unknown_bars, names, pairs, mcasts, side_pending))
+                side_unclaimed = dict(before_unclaimed)
+                sides.append(_units_in(alt, unknown_bars, names, pairs, mcasts, side_pending, side_unclaimed))
+                sides_unclaimed.append(side_unclaimed)
                 pending.extend(e for e in side_pending[len(before):] if e not in pending)
+            unclaimed.clear()
+            for bar in {b for side in sides_unclaimed for b in side}:
+                unclaimed[bar] = max(side.get(bar, 0) for side in sides_unclaimed)
             for key in {k for side in sides for k in side}:
                 expect = next(side[key][0] for side in sides if key in side)
                 if not any(id(e) == key for e in before):  # the expect itself is on one side only

@@ -1948,6 +1948,7 @@ class KernelInterp:
             # runtime step the bound is not `start + trips * step`: `loop_decided` compares
             # against it instead.)
             self.env[bound_node.value] = first + trips * st
+            self.registry.bound_lines.setdefault(bound_node.value, (first, st))
         if isinstance(stop, Unknown) and stop.key is not None and _is_int(start):
             try:
                 self.registry.bound_terms.setdefault(stop.key, (text, first, st))
@@ -2475,7 +2476,8 @@ class KernelInterp:
                 # `min(1, k_tile_cnt)` and `range(prologue, k_tile_cnt)` agree with the loop. Not
                 # the bound of a grid-stride loop or a while loop's condition: its trips are not
                 # its value.
-                return self.ctx.trips[name]
+                first, st = self.registry.bound_lines.get(name, (0, 1))
+                return first + self.ctx.trips[name] * st
             return value
         if name == "self" and self.self_obj is not None:
             return self.self_obj
@@ -4372,6 +4374,10 @@ class Registry:
         self.loop_facts: list = []
         # Bounds of loops with a runtime step: their names keep their value (see eval_Name).
         self.strided_bounds: set = set()
+        # A loop bound name -> (start, step) of its `range(start, name, step)` with constant step:
+        # in a configuration of T trips the name is start + T * step (`subtile_cnt` of
+        # `range(0, subtile_cnt, 2)` is 2T), also where it is read before the loop.
+        self.bound_lines: dict = {}
         # `while` bound text -> {computed: line}: True where a warp computes the condition as a
         # uniform term (a scheduler warp's `advance_to_next_work()`), False where the condition
         # has no term (the case seen: a tile another warp wrote to shared memory). One trip count
