@@ -56,3 +56,25 @@ def test_a_dtype_compared_by_identity_is_the_same_class_named_twice():
     bad = _model("8, cutlass.Int8")
     assert [u.construct for u in bad.unmodeled] == ["kernel body"]
     assert "raises while the kernel is traced" in bad.unmodeled[0].why
+
+
+def test_the_type_of_a_value_is_plain_but_of_a_pipeline_state_is_reported():
+    # `type(raw)` of a descriptor (frost's `desc_opaque`) reads nothing; `type(state)(...)` would
+    # construct a pipeline state the model cannot follow, so the call is unmodeled, not dropped.
+    src = """\
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+
+
+@cute.kernel
+def kernel(mA: cute.Tensor):
+    smem = cutlass.utils.SmemAllocator()
+    buf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(64), 128)
+    t = type(buf)
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+    cls = type(st)
+    cute.arch.sync_threads()
+"""
+    m = build_models(src, "k.py", Settings())[0]
+    assert [(u.line, u.construct) for u in m.unmodeled] == [(12, "type")], m.unmodeled

@@ -1436,8 +1436,8 @@ class _Converter:
         self.classes = classes
         self.registry = registry
         self.wgmma = False  # the warp commits/waits warpgroup MMA groups: its MMA operand reads are asynchronous
-        # The warp commits tcgen05 MMAs (a tcgen05.commit, a UMMA pipeline's commit or release):
-        # its MMA operand reads go on until the commit's arrive.
+        # The warp's MMA operand reads are tcgen05 ones (`_async_mma_kinds`): they go on until the
+        # warp's next tcgen05.commit (a UMMA pipeline's commit or release).
         self.umma = False
 
     def lanes(self, mask):
@@ -1771,6 +1771,18 @@ def async_read_groups(kind: str) -> GroupRule:
                      lambda op: isinstance(op, ir.AsyncReadCommit) and op.kind == kind,
                      lambda op: isinstance(op, ir.AsyncReadWait) and op.kind == kind,
                      "done_reads", wait_closes_group=kind in ("tmem_ld", "umma"))
+
+
+def _async_mma_kinds(ops: list) -> tuple:
+    """(wgmma, umma) for one warp's raw ops: whether its MMA operand reads are retired by
+    warpgroup group waits (it commits or waits wgmma groups), else whether by tcgen05 commits (it
+    issues a tcgen05 MMA, or an MMA of unknown kind and a tcgen05 commit). Neither: the reads
+    are taken at issue (P12)."""
+    wgmma = any(isinstance(op, (ir.AsyncReadCommit, I.RawAsyncReadWait)) and op.kind == "wgmma" for op in ops)
+    reads = {op.kind for op in ops if isinstance(op, I.RawAsyncRead)}
+    commits = any(isinstance(op, I.RawAsyncReadWait) and op.kind == "umma" for op in ops)
+    umma = not wgmma and ("umma" in reads or "mma" in reads and commits)
+    return wgmma, umma
 
 
 def _retire_groups(ops, rule: GroupRule, open_items: list, groups: list):
@@ -2350,13 +2362,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
             elected |= it.elected_lanes
         classes = lane_partition(masks or {FULL_MASK}, elected)
         conv = _Converter(numbering, classes, registry)
-        conv.wgmma = any(isinstance(op, ir.AsyncReadCommit) and op.kind == "wgmma"
-                         or isinstance(op, I.RawAsyncReadWait) and op.kind == "wgmma"
-                         for it in its for op in ir.walk(it.out))
-        conv.umma = not conv.wgmma and any(isinstance(op, I.RawAsyncRead) and op.kind in ("mma", "umma")
-                                           for it in its for op in ir.walk(it.out)) \
-            and any(isinstance(op, I.RawAsyncReadWait) and op.kind == "umma" or
-                    isinstance(op, I.RawAsyncRead) and op.kind == "umma" for it in its for op in ir.walk(it.out))
+        conv.wgmma, conv.umma = _async_mma_kinds([op for it in its for op in ir.walk(it.out)])
         variants = [conv.convert(it.out) for it in its]
         if not any(variants):
             continue

@@ -26,7 +26,7 @@ import libcst.matchers as cst_matchers
 
 from .. import ir
 from . import pipelines as P
-from .discover import NUMERIC_TYPES, ModuleInfo, canonical, UnpackedItem, is_property_accessor, qualify
+from .discover import NUMERIC_TYPES, ModuleInfo, UnpackedItem, canonical, is_property_accessor, qualify
 from .project import LIBRARY_PIPELINE_PREFIXES, ClassAttr, LibraryName, ModuleConst, UndefinedName, local_class_ref
 from .values import _flatten as _flat
 from .values import (
@@ -1079,7 +1079,9 @@ class KernelInterp:
     def __init__(self, info: ModuleInfo, ctx: WarpContext, self_obj: Optional[SelfObj],
                  methods: dict, params: dict, registry: "Registry"):
         self.info = info  # the module whose code runs now (a sibling module inside an imported helper)
-        self._warpgroup_mma: Optional[bool] = None  # fragments_are_smem_views(), computed once
+        # (fragments are SMEM views, the file's asynchronous MMAs are tcgen05 alone), computed once
+        # per file (fragments_are_smem_views, tcgen05_only).
+        self._mma_fragments: Optional[tuple] = None
         self.root_info = info  # the analyzed file
         self.project = getattr(info, "project", None)  # resolves the package's imports
         self.anchor: Optional[ir.Span] = None  # inside a sibling module: the call in the analyzed file
@@ -3775,8 +3777,8 @@ class KernelInterp:
         warpgroup MMAs read their operands from it until `wait_group`: policy P12) rather than
         register fragments: the file names `warpgroup` other than for its layout helper, and not
         only warp-level MMAs (`_register_fragments`)."""
-        if self._warpgroup_mma is None:
-            cached = getattr(self.root_info, "_warpgroup_mma", None)  # one code dump per file, not per warp
+        if self._mma_fragments is None:
+            cached = getattr(self.root_info, "_mma_fragments", None)  # one code dump per file, not per warp
             if cached is None:
                 code = self.root_info.module.code
                 # tcgen05 (UMMA) MMAs read SMEM operands through descriptors as wgmma does, until
@@ -3785,15 +3787,15 @@ class KernelInterp:
                 views = ("warpgroup" in code.replace("warpgroup.make_smem_layout_atom", "") or tcgen05) \
                     and not (warp_level and not (warpgroup or tcgen05))
                 cached = (views, tcgen05 and not warpgroup)
-                setattr(self.root_info, "_warpgroup_mma", cached)
-            self._warpgroup_mma = cached
-        return self._warpgroup_mma[0]
+                setattr(self.root_info, "_mma_fragments", cached)
+            self._mma_fragments = cached
+        return self._mma_fragments[0]
 
     def tcgen05_only(self) -> bool:
         """Whether the file's asynchronous MMAs are tcgen05 (Blackwell) ones alone: its `cute.gemm`
         on shared memory is a UMMA whatever its tiled MMA argument (a kernel parameter)."""
         self.fragments_are_smem_views()
-        return self._warpgroup_mma[1]
+        return self._mma_fragments[1]
 
     def thread_partition(self, v, node):
         """`thr.partition_D(s)` / `local_partition(s, ..., tidx)`: the calling thread's elements of
@@ -6660,9 +6662,11 @@ POINTER_CASTS = ("raw_ptr", "llvm_ptr", "tospace", "ir_value")
 
 
 def h_type(it, args, kwargs, node):
-    """`type(value)` of a buffer or pointer (cuDNN frost's `desc_opaque`: the result type of an
-    identity `mov` of a descriptor): the class, which reads and signals nothing."""
-    if len(args) == 1 and not kwargs:
+    """`type(value)` of a buffer, pointer or plain value (cuDNN frost's `desc_opaque`: the result
+    type of an identity `mov` of a descriptor): a class that reads and signals nothing. Of a
+    pipeline, its state or a barrier object, the generic call: what the class constructs could
+    synchronize (`type(state)(index, phase)`), so it is reported, not dropped."""
+    if len(args) == 1 and not kwargs and not isinstance(args[0], SYNC_OBJECTS + (NamedBarrierObj,)):
         return Unknown("type of a value")
     return it.unknown_call("type", args, kwargs, node)
 

@@ -664,18 +664,9 @@ def _release(it, pipe: Pipeline, bar: Smem, style: str, node):
         _arrive_on_pair_leader(it, pipe, bar, node)
         return
     if pipe.kind == "PipelineAsyncUmma" and is_pair(pipe):
-        # consumer_mask = this CTA | its peer: one elected tcgen05.commit arrives on the barrier
-        # of both CTAs of the pair once the MMAs are done.
-        span = it.span(node)
-        lane = _lowest(it.mask)
-        it.elected_lanes.add(lane.bit_length() - 1)
-        umma_commit_wait(it, span, lane)
+        # consumer_mask = this CTA | its peer: the barrier of both CTAs of the pair.
         pair = (it.ctx.cta % it.ctx.cluster) // 2 * 2
-        for rank in (pair, pair + 1):
-            target = _cluster_peer(it, bar, rank)
-            local = target.cta == it.ctx.cta
-            it.emit(RawArrive(span, bar if local else target, 1, lane, "cta" if local else "cluster", not local,
-                              True, 0))
+        _elected_commit(it, bar, (pair, pair + 1), node)
         return
     if pipe.layout is None or pipe.kind not in ("PipelineTmaAsync", "PipelineTmaUmma"):
         _arrive(it, bar, style, node)
@@ -786,23 +777,30 @@ def _commit(it, pipe: Pipeline, bar: Smem, style: str, node):
     """`producer_commit`: PipelineUmmaAsync of a 2-CTA pair commits (one elected tcgen05.commit)
     to the full barrier of both CTAs of the pair; PipelineAsyncUmma's producer threads of a pair
     arrive on the leader's full barrier; every other commit arrives locally."""
-    from .interp import RawArrive, _lowest
-
     if pipe.kind == "PipelineAsyncUmma" and is_pair(pipe):
         _arrive_on_pair_leader(it, pipe, bar, node)
         return
     if pipe.kind != "PipelineUmmaAsync" or not is_pair(pipe):
         _arrive(it, bar, style, node)
         return
+    mask = pipe.layout.image_mask(pipe.coord, 0)
+    _elected_commit(it, bar, [rank for rank in range(it.ctx.cluster) if mask >> rank & 1], node)
+
+
+def _elected_commit(it, bar: Smem, ranks, node):
+    """One elected tcgen05.commit arriving on `bar` in each CTA rank of `ranks` (locally in its
+    own CTA, remotely at cluster scope in the others), once the committing warp's MMAs are done."""
+    from .interp import RawArrive, _lowest
+
+    span = it.span(node)
     lane = _lowest(it.mask)
     it.elected_lanes.add(lane.bit_length() - 1)
-    umma_commit_wait(it, it.span(node), lane)
-    for rank in range(it.ctx.cluster):
-        if pipe.layout.image_mask(pipe.coord, 0) >> rank & 1:
-            target = _cluster_peer(it, bar, rank)
-            local = target.cta == it.ctx.cta
-            it.emit(RawArrive(it.span(node), bar if local else target, 1, lane, "cta" if local else "cluster",
-                              not local, True, 0))
+    umma_commit_wait(it, span, lane)
+    for rank in ranks:
+        target = _cluster_peer(it, bar, rank)
+        local = target.cta == it.ctx.cta
+        it.emit(RawArrive(span, bar if local else target, 1, lane, "cta" if local else "cluster", not local,
+                          True, 0))
 
 
 def _producer_acquire(it, pipe, st: PipeState, style: str, node, token=None):
