@@ -1524,13 +1524,22 @@ class KernelInterp:
         self.host_attribute_versions[attr] = n
         return Unknown(value.why, key=_leaf("self", attr if n == 1 else f"{attr}#{n}"))
 
+    def cond_slot(self, key) -> tuple:
+        """Where a uniform condition's value is kept: (CTA, term) for a term that may differ
+        between the CTAs of the model (a work tile, shared memory, a helper's result, the
+        cluster's index), (None, term) for one computed from launch-wide values only (kernel
+        arguments, host attributes, constants, block coordinates the term spells out): every CTA
+        of the launch computes the same value, so they take its branches alike (P14). cuDNN HSTU's
+        2-CTA backward computes its loop count from `bidx // 2` so that both CTAs agree."""
+        return (self.ctx.cta if _cta_local_term(key) else None, key)
+
     def decided_condition(self, c: Unknown):
         """A uniform condition's value where this configuration fixes it or the enclosing branch
         decided it (`choice`), else the condition itself."""
         key, negated = c.key, False
         while key[0] == "not":
             key, negated = key[3], not negated
-        fixed = self.ctx.conds.get((self.ctx.cta, key))
+        fixed = self.ctx.conds.get(self.cond_slot(key))
         if fixed is None:
             fixed = self.facts.get(key)
         return c if fixed is None else bool(fixed) != negated
@@ -1577,18 +1586,18 @@ class KernelInterp:
             key = cond.key
             while key[0] == "not":  # `if not c` is `if c` with the sides swapped
                 key, bodies, swapped = key[3], [bodies[1], bodies[0]], not swapped
-            fixed = self.ctx.conds.get((self.ctx.cta, key))
+            fixed = self.ctx.conds.get(self.cond_slot(key))
             if fixed is not None:
                 # This configuration fixes the value for the whole CTA (see build_kernel): the
                 # branch runs like a folded one.
                 self.run_decided_side(bodies, 0 if fixed else 1, key)
                 return
-            shared = self.registry.shared_condition(self.ctx.cta, key, self.span(node).line)
+            shared = self.registry.shared_condition(*self.cond_slot(key), self.span(node).line)
             if _has_leaf(key, "smem_load"):
                 self.registry.assume(f"line {self.span(node).line}: the branch reads a value every thread loads from "
                                      f"one shared-memory element at the same point, so every warp takes "
                                      f"the same side (P14; the element's race check covers it)")
-            enum = self.registry.enum_condition(self.ctx.cta, key)
+            enum = self.registry.enum_condition(*self.cond_slot(key))
         env0 = dict(self.env)
         attrs0 = dict(self.self_obj.attrs) if self.self_obj is not None else None
         regs0, regs = self.reg_values, []
@@ -1652,14 +1661,14 @@ class KernelInterp:
         # same in every thread, a select on the condition (P14).
         select = key if shared is not None and len(going_on) == 2 else None
         if select is not None and isinstance(node, cst.If):
-            self.registry.branch_sites.setdefault((self.ctx.cta, key),
+            self.registry.branch_sites.setdefault(self.cond_slot(key),
                                                   (self.span(node).line, self.code(node.test), swapped))
         if select is not None and self.ctx.splits is not None and _is_const_expr_test(node) \
                 and _sync_holder_lost(envs[going_on[0]], envs[going_on[1]]):
             # `if const_expr(STATIC): sched = Static.create() else: sched = Dynamic.create(bars)`:
             # merged, the scheduler would be unknown and its methods (which signal the consumers)
             # would not run. A build takes one side: each value is a configuration (P14).
-            self.ctx.splits.setdefault((self.ctx.cta, key), (self.span(node).line, self.code(node.test), swapped))
+            self.ctx.splits.setdefault(self.cond_slot(key), (self.span(node).line, self.code(node.test), swapped))
         self.join_states(node, key, [memos[k] for k in going_on], [envs[k] for k in going_on], swapped)
         self.split_on_derived_barrier(node, key, outs, swapped)
         self.env = self.merge_envs([envs[k] for k in going_on] or envs, node, select)
@@ -1780,7 +1789,7 @@ class KernelInterp:
                     # input at a uniform index) and stored by the thread in the other.
                     differ = True
         if differ and key is not None and self.ctx.splits is not None:
-            self.ctx.splits.setdefault((self.ctx.cta, key), (line, self.code(node.test) if
+            self.ctx.splits.setdefault(self.cond_slot(key), (line, self.code(node.test) if
                                                               isinstance(node, cst.If) else "", negated))
 
     def split_on_derived_barrier(self, node, key, outs, negated=False) -> None:
@@ -1793,7 +1802,7 @@ class KernelInterp:
             return
         if any(isinstance(op, ir.NamedBarrier) and isinstance(op.threads, DerivedThreads)
                for out in outs for op in ir.walk(out)):
-            self.ctx.splits.setdefault((self.ctx.cta, key), (self.span(node).line, self.code(node.test) if
+            self.ctx.splits.setdefault(self.cond_slot(key), (self.span(node).line, self.code(node.test) if
                                                               isinstance(node, cst.If) else "", negated))
 
     def merge_envs(self, envs, node, select=None):
@@ -2298,7 +2307,9 @@ class KernelInterp:
         # wrote to shared memory has none): see Registry.bound_sources.
         computed = isinstance(cond, Unknown) and cond.key is not None
         self.registry.bound_sources.setdefault(text, {}).setdefault(computed, self.span(stmt).line)
-        trips = self.trip(text, stmt)
+        trips = self.countdown_trips(stmt, text)
+        if trips is None:
+            trips = self.trip(text, stmt)
         for _ in range(trips):
             # Each trip runs because the condition held: a uniform condition is a fact in the body
             # (`while work.is_valid_tile: if work.is_valid_tile: ...`).
@@ -2311,6 +2322,34 @@ class KernelInterp:
                     return
             finally:
                 self.facts = saved_facts
+
+    def countdown_trips(self, stmt: cst.While, text: str) -> Optional[int]:
+        """`while n > 0: ...; n -= 1`: the loop runs `n` trips, n's value at entry. Warps that
+        count the same uniform term down from different starts (cuDNN HSTU's load and MMA warps
+        issue the first tile before `iter_count -= 1; while iter_count > 0`, the compute warps
+        loop `while iter_count > 0` from the full count) share one trip count, that of the first
+        such loop seen, each offset by its start: the text alone would give them equal counts, a
+        pairing no launch has. None where the loop is no countdown of a known linear term."""
+        counter = _countdown_variable(stmt)
+        if counter is None:
+            return None
+        name, floor = counter
+        lin = _linear(getattr(self.env.get(name), "key", None))
+        if not lin or set(lin) == {None}:
+            return None
+        start = lin.get(None, 0) - floor
+        line = self.span(stmt).line
+        try:
+            base = tuple(sorted(((t, c) for t, c in lin.items() if t is not None), key=repr))
+            ref_text, ref_start, ref_line = self.registry.countdowns.setdefault(base, (text, start, line))
+        except TypeError:  # an unhashable term
+            return None
+        d = start - ref_start
+        if d:
+            self.registry.assume(f"the loop `while {text}` at line {line} counts down the value the loop at line "
+                                 f"{ref_line} counts from {abs(d)} {'more' if d > 0 else 'less'}: it runs {abs(d)} "
+                                 f"trip{'s' if abs(d) > 1 else ''} {'more' if d > 0 else 'fewer'} than that loop")
+        return max(0, self.trip(ref_text, stmt) + d)
 
     def try_spin(self, stmt: cst.While) -> bool:
         """`while not try_wait(bar, p)` and `while load(flag) < n` become blocking waits."""
@@ -2870,7 +2909,7 @@ class KernelInterp:
             key, flips = c.key, False
             while key[0] == "not":
                 key, flips = key[3], not flips
-            self.ctx.splits.setdefault((self.ctx.cta, key), (self.span(node).line, self.code(node.test), flips))
+            self.ctx.splits.setdefault(self.cond_slot(key), (self.span(node).line, self.code(node.test), flips))
         if isinstance(c, LaneVal):
             av = a.vals if isinstance(a, LaneVal) else (a,) * 32
             bv = b.vals if isinstance(b, LaneVal) else (b,) * 32
@@ -2992,7 +3031,7 @@ class KernelInterp:
         if isinstance(index_node, cst.Name) and index_node.value in self.runtime_indices and \
                 isinstance(other, Unknown) and other.key is not None and not isinstance(other, LaneVal):
             try:
-                self.registry.index_terms.setdefault((self.ctx.cta, other.key), self.runtime_indices[index_node.value])
+                self.registry.index_terms.setdefault(self.cond_slot(other.key), self.runtime_indices[index_node.value])
             except TypeError:  # an unhashable term
                 pass
 
@@ -3037,7 +3076,7 @@ class KernelInterp:
                 x, y = warp_const
                 term = (y if isinstance(y, Unknown) else x).key
                 try:
-                    self.registry.warp_terms.setdefault((self.ctx.cta, term), set()).add(
+                    self.registry.warp_terms.setdefault(self.cond_slot(term), set()).add(
                         x if isinstance(y, Unknown) else y)
                 except TypeError:  # an unhashable term
                     pass
@@ -3736,7 +3775,7 @@ class KernelInterp:
         for reg in _union_keys(regs):
             vals = [r.get(reg) for r in regs]
             if all(_is_int(v) for v in vals) and not all(v == vals[0] for v in vals):
-                self.lost_registers[reg] = (self.ctx.cta, key, self.span(node).line,
+                self.lost_registers[reg] = (*self.cond_slot(key), self.span(node).line,
                                             self.code(node.test) if isinstance(node, cst.If) else "", negated)
 
     def read_lost_register(self, reg) -> None:
@@ -3815,16 +3854,16 @@ class KernelInterp:
         conds = _select_conditions(v.key)
         if not conds:
             return v
-        cta = self.ctx.cta
-        value = _eval_term(v.key, lambda c: self.ctx.conds.get((cta, c), self.facts.get(c)))
+        slot = self.cond_slot
+        value = _eval_term(v.key, lambda c: self.ctx.conds.get(slot(c), self.facts.get(c)))
         if value is not None:
             return value
         if self.ctx.splits is not None:
             for c in conds:
-                if (cta, c) not in self.ctx.conds:
-                    site = self.registry.branch_sites.get((cta, c)) or self.registry.host_sites.get(c) or \
+                if slot(c) not in self.ctx.conds:
+                    site = self.registry.branch_sites.get(slot(c)) or self.registry.host_sites.get(c) or \
                         (self.span(node).line, self.code(node))
-                    self.ctx.splits.setdefault((cta, c), site)
+                    self.ctx.splits.setdefault(slot(c), site)
         return v
 
     def select_class(self, v, node):
@@ -3834,16 +3873,16 @@ class KernelInterp:
         else, or a choice not decided here, is returned as it is."""
         if not _is_class_select(v):
             return v
-        cta = self.ctx.cta
-        arm = _select_arm(v.key, lambda c: self.ctx.conds.get((cta, c), self.facts.get(c)))
+        slot = self.cond_slot
+        arm = _select_arm(v.key, lambda c: self.ctx.conds.get(slot(c), self.facts.get(c)))
         if arm is not None:
             return arm[2]
         if self.ctx.splits is not None:
             for c in _select_conditions(v.key):
-                if (cta, c) not in self.ctx.conds:
-                    site = self.registry.branch_sites.get((cta, c)) or self.registry.host_sites.get(c) or \
+                if slot(c) not in self.ctx.conds:
+                    site = self.registry.branch_sites.get(slot(c)) or self.registry.host_sites.get(c) or \
                         (self.span(node).line, self.code(node))
-                    self.ctx.splits.setdefault((cta, c), site)
+                    self.ctx.splits.setdefault(slot(c), site)
         return v
 
     def kernel_stages(self):
@@ -4380,6 +4419,9 @@ class Registry:
         # in a configuration of T trips the name is start + T * step (`subtile_cnt` of
         # `range(0, subtile_cnt, 2)` is 2T), also where it is read before the loop.
         self.bound_lines: dict = {}
+        # `while n > 0: ... n -= 1` loops: n's linear term less its constant -> (the first such
+        # loop's bound text, its start's constant, its line). Interp.countdown_trips.
+        self.countdowns: dict = {}
         # `while` bound text -> {computed: line}: True where a warp computes the condition as a
         # uniform term (a scheduler warp's `advance_to_next_work()`), False where the condition
         # has no term (the case seen: a tile another warp wrote to shared memory). One trip count
@@ -7118,6 +7160,21 @@ def _is_class_select(v) -> bool:
     return isinstance(v, Unknown) and not isinstance(v, LaneVal) and is_select(v.key) and _class_leaves(v.key)
 
 
+# Uniform leaves whose value may differ between CTAs though the term reads the same: what the
+# CTA's scheduler handed it, its own shared memory, a helper's result (it may read the block
+# index), and launch values other than the grid, cluster and block shapes (the cluster's index).
+_CTA_LOCAL_LEAVES = ("work_tile", "smem_load", "helper")
+_LAUNCH_WIDE = ("grid_dim", "cluster_dim", "block_dim")
+
+
+def _cta_local_term(term) -> bool:
+    if not isinstance(term, tuple) or len(term) < 3:
+        return False
+    if term[0] in _CTA_LOCAL_LEAVES or term[0] == "launch" and not str(term[2]).startswith(_LAUNCH_WIDE):
+        return True
+    return any(_cta_local_term(sub) for sub in term[3:])
+
+
 def _has_leaf(term, tag: str) -> bool:
     """Whether a uniform term is computed from a leaf with this tag."""
     if not isinstance(term, tuple) or len(term) < 3:
@@ -7428,6 +7485,80 @@ def _body_is_trivial(body) -> bool:
         else:
             return False
     return True
+
+
+def _countdown_variable(stmt: cst.While) -> Optional[tuple]:
+    """(n, k) for `while n > k:` (or `n >= k + 1`) whose body counts n down by one per trip at
+    its top level and assigns it nowhere else; the loop then runs `n - k` trips."""
+    t = stmt.test
+    if not (isinstance(t, cst.Comparison) and len(t.comparisons) == 1 and isinstance(t.left, cst.Name)):
+        return None
+    cmp = t.comparisons[0]
+    bound = _int_literal(cmp.comparator)
+    if bound is None:
+        return None
+    if isinstance(cmp.operator, cst.GreaterThan):
+        floor = bound
+    elif isinstance(cmp.operator, cst.GreaterThanEqual):
+        floor = bound - 1
+    else:
+        return None
+    name = t.left.value
+    top = [x for s in stmt.body.body if isinstance(s, cst.SimpleStatementLine) for x in s.body
+           if isinstance(x, cst.AugAssign) and isinstance(x.target, cst.Name) and x.target.value == name]
+    if len(top) != 1 or not isinstance(top[0].operator, cst.SubtractAssign) or _int_literal(top[0].value) != 1:
+        return None
+    return (name, floor) if _writes_of(stmt.body, name) == 1 else None
+
+
+def _writes_of(node, name: str) -> int:
+    """How many assignments, augmented assignments, loop targets and `as` names inside `node`
+    bind `name`."""
+    count = 0
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n):
+            nonlocal count
+            count += n.value == name
+
+    for target in _target_nodes(node):
+        target.visit(V())
+    return count
+
+
+def _target_nodes(node) -> list:
+    out = []
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n):
+            out.append(n.target)
+
+        def visit_AnnAssign(self, n):
+            out.append(n.target)
+
+        def visit_AugAssign(self, n):
+            out.append(n.target)
+
+        def visit_For(self, n):
+            out.append(n.target)
+
+        def visit_AsName(self, n):
+            out.append(n.name)
+
+        def visit_NamedExpr(self, n):
+            out.append(n.target)
+
+    node.visit(V())
+    return out
+
+
+def _int_literal(node) -> Optional[int]:
+    if isinstance(node, cst.Integer):
+        return int(node.value, 0)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and \
+            isinstance(node.expression, cst.Integer):
+        return -int(node.expression.value, 0)
+    return None
 
 
 def _spin_variable(stmt: cst.While) -> Optional[str]:

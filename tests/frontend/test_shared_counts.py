@@ -1,0 +1,93 @@
+"""Counts that roles derive from one value must pair up the way a launch pairs them.
+
+* A countdown loop (`n -= 1; while n > 0: ...; n -= 1`) runs n trips, n's value at entry: cuDNN
+  HSTU's load and MMA warps issue the first tile before the loop and count down from one less
+  than the compute warps, which loop over the full count. One trip count per condition text
+  gave all three the same trips, a pairing no launch has (a false deadlock).
+* A uniform condition computed from launch-wide values only (kernel arguments, constants) has
+  one value in every CTA of the launch: the 2-CTA HSTU kernel computes its loop count from
+  `bidx // 2` so that both CTAs of the pair agree. Taken per CTA, one CTA could skip its loop
+  while its peer signals it (a false deadlock).
+"""
+from cutespin import api
+from cutespin.config import Settings
+
+from ..kernels import async_pipeline, kernel_source
+
+COUNTDOWN = async_pipeline() + """\
+n = mA.shape[0]
+if warp_idx == 0:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+    pipe.producer_acquire(st)
+    pipe.producer_commit(st)
+    st.advance()
+    PROLOGUE_COUNT
+    while n > 0:
+        pipe.producer_acquire(st)
+        pipe.producer_commit(st)
+        st.advance()
+        n -= 1
+    pipe.producer_tail(st)
+elif warp_idx == 1:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+    while n > 0:
+        pipe.consumer_wait(st)
+        pipe.consumer_release(st)
+        st.advance()
+        n -= 1
+"""
+
+
+def _check(body: str, **kw):
+    src = kernel_source(body, **kw)
+    return api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+
+
+def test_a_countdown_from_one_less_pairs_with_the_full_count(require_spin):
+    k = _check(COUNTDOWN.replace("PROLOGUE_COUNT", "n -= 1"))
+    assert k.verdict == "verified", (k.reason, [f.message for f in k.findings])
+    assert any("runs 1 trip more than that loop" in a for a in k.assumptions), k.assumptions
+
+
+def test_a_producer_that_does_not_count_its_first_tile_still_deadlocks(require_spin):
+    # One more tile produced than consumed: the producer's tail waits for a release that never comes.
+    k = _check(COUNTDOWN.replace("PROLOGUE_COUNT", "pass"))
+    assert k.verdict == "counterexample", k.reason
+    assert [f.code for f in k.findings] == ["CS101"]
+
+
+PAIR = """\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, num_elems=1)
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+if warp == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(bar, 1)
+cute.arch.mbarrier_init_fence()
+cute.arch.cluster_arrive_relaxed()
+cute.arch.cluster_wait()
+count = COUNT
+if count > 0:
+    if warp == 0:
+        if rank == 1:
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive(bar, peer_cta_rank_in_cluster=0)
+        else:
+            cute.arch.mbarrier_wait(bar, 0)
+cute.arch.cluster_arrive()
+cute.arch.cluster_wait()
+"""
+
+
+def test_a_launch_wide_condition_is_taken_alike_by_both_ctas(require_spin):
+    k = _check(PAIR.replace("COUNT", "mA.shape[0] - 1"), cluster=(2, 1, 1), grid="(2, 1, 1)")
+    assert k.verdict == "verified", (k.reason, [f.message for f in k.findings])
+    assert k.bounds["cluster"] == 2
+
+
+def test_a_condition_on_the_ctas_own_rank_may_differ_between_them(require_spin):
+    # CTA 1's count is one less: with mA.shape[0] == 1 it skips the arrive CTA 0 waits for.
+    k = _check(PAIR.replace("COUNT", "mA.shape[0] - rank"), cluster=(2, 1, 1), grid="(2, 1, 1)")
+    assert k.verdict == "counterexample", k.reason
+    assert [f.code for f in k.findings] == ["CS101"]
