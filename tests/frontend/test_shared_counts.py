@@ -91,3 +91,55 @@ def test_a_condition_on_the_ctas_own_rank_may_differ_between_them(require_spin):
     k = _check(PAIR.replace("COUNT", "mA.shape[0] - rank"), cluster=(2, 1, 1), grid="(2, 1, 1)")
     assert k.verdict == "counterexample", k.reason
     assert [f.code for f in k.findings] == ["CS101"]
+
+
+RING = """\
+smem = cutlass.utils.SmemAllocator()
+full = smem.allocate_array(cutlass.Int64, num_elems=1)
+empty = smem.allocate_array(cutlass.Int64, num_elems=1)
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(full, 1)
+        cute.arch.mbarrier_init(empty, 1)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+idx = 0
+phase = 0
+if mA.shape[0] > 0:
+    self.hand_over(warp, full, empty, idx, phase)
+    idx, phase = self.step(idx, phase)
+for i in cutlass.range_constexpr(TRIPS):
+    idx, phase = self.step(idx, phase)
+self.hand_over(warp, full, empty, idx, phase)
+"""
+
+RING_HELPERS = """\
+@cute.jit
+def hand_over(self, warp, full, empty, idx, phase):
+    if warp == 0:
+        cute.arch.mbarrier_wait(empty + idx, phase ^ 1)
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive(full + idx)
+    if warp == 1:
+        cute.arch.mbarrier_wait(full + idx, phase)
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive(empty + idx)
+
+@cute.jit
+def step(self, idx, phase):
+    incr = idx + 1  # a one-stage ring: the index stays 0, the phase flips
+    return incr % 1, phase ^ (incr // 1)
+
+"""
+
+
+def test_a_ring_index_advanced_on_one_side_of_a_uniform_branch_stays_known_over_many_trips(require_spin):
+    # After the branch the phase is a select on `mA.shape[0] > 0`; both roles then skip 120 phases
+    # (an even number) before the next hand-over. Flipped arm by arm it stays a select of numbers,
+    # decided in each configuration of the condition; an operation piled on the select per flip
+    # would outgrow the term limit long before the wait (the parity would not be known).
+    k = _check(RING.replace("TRIPS", "120"), extra_class=RING_HELPERS)
+    assert not k.unmodeled, [u.why for u in k.unmodeled]
+    assert k.verdict == "verified", (k.reason, [f.message for f in k.findings])
+    assert any("`mA.shape[0] > 0`" in a and "configuration of its own" in a for a in k.assumptions), k.assumptions

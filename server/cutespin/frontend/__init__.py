@@ -1956,7 +1956,7 @@ def _warps_reaching_every_branch(info: ModuleInfo, site: KernelSite, env: Kernel
     return -(-needed // 4) * 4
 
 
-MAX_SPLIT_CONFIGS = int(__import__("os").environ.get("CUTESPIN_SPLITS", 32))  # configurations (trip counts x fixed uniform conditions) per kernel
+MAX_SPLIT_CONFIGS = 32  # configurations (trip counts x fixed uniform conditions) per kernel
 MAX_SPLIT_ROUNDS = 3  # re-interpretations to find uniform conditions nested in fixed ones
 
 

@@ -7389,7 +7389,45 @@ def _unknown_binop(op, a, b):
     if op is operator.mul and _is_int(a) and a == 1:
         return b
     first = a if isinstance(a, Unknown) else b
+    arms = _select_of_numbers(op, _term(a), _term(b))
+    if arms is not None:
+        return arms[2] if arms[0] == "k" else Unknown(first.why, key=arms)
     return Unknown(first.why, key=_combine("op", _op_name(op), _term(a), _term(b)))
+
+
+def _select_of_numbers(op, ka, kb, depth: int = 0):
+    """`op` applied arm by arm when an operand is a select of numbers on uniform conditions (a
+    stage index or phase after a uniform branch that advanced it on one side only): the result
+    is again a select of numbers, `select(c, 1, 0) + 1` is `select(c, 2, 1)`, so that advancing
+    the state in the trips after the branch keeps a term the size of the select instead of
+    growing an operation per trip until the term is dropped (frost's persistent loops advance a
+    `PipelineState` of plain ints under `if n_local > 0:` per tile). None when it is no such
+    select."""
+    def number(k):
+        return k is not None and k[0] == "k" and type(k[2]) is int
+
+    def select(k):
+        return k is not None and k[0] == "select" and len(k) == 6
+    if depth > 8 or not (select(ka) or select(kb)):
+        return None
+    if select(ka):
+        parts = [_select_of_numbers(op, arm, kb, depth + 1) if select(arm) or select(kb) else
+                 _number_term(op, arm, kb) if number(arm) and number(kb) else None for arm in ka[4:]]
+        cond = ka[:4]
+    else:
+        parts = [_select_of_numbers(op, ka, arm, depth + 1) if select(arm) or select(ka) else
+                 _number_term(op, ka, arm) if number(ka) and number(arm) else None for arm in kb[4:]]
+        cond = kb[:4]
+    if any(x is None for x in parts):
+        return None
+    if parts[0] == parts[1]:
+        return parts[0]
+    return _combine("select", cond[2], cond[3], *parts)
+
+
+def _number_term(op, ka, kb):
+    r = _int_binop(op, ka[2], kb[2])
+    return _leaf("k", r) if type(r) is int else None
 
 
 def _int_binop(op, a: int, b: int):
