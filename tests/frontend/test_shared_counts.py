@@ -7,7 +7,10 @@
 * A uniform condition computed from launch-wide values only (kernel arguments, constants) has
   one value in every CTA of the launch: the 2-CTA HSTU kernel computes its loop count from
   `bidx // 2` so that both CTAs of the pair agree. Taken per CTA, one CTA could skip its loop
-  while its peer signals it (a false deadlock).
+  while its peer signals it (a false deadlock). A value that depends on the CTA (its rank, its
+  own shared memory) stays one value per CTA.
+* A stage index or phase advanced on one side of a uniform branch is a select of numbers, and
+  stays one however often it is advanced after the branch.
 """
 from cutespin import api
 from cutespin.config import Settings
@@ -89,6 +92,21 @@ def test_a_launch_wide_condition_is_taken_alike_by_both_ctas(require_spin):
 def test_a_condition_on_the_ctas_own_rank_may_differ_between_them(require_spin):
     # CTA 1's count is one less: with mA.shape[0] == 1 it skips the arrive CTA 0 waits for.
     k = _check(PAIR.replace("COUNT", "mA.shape[0] - rank"), cluster=(2, 1, 1), grid="(2, 1, 1)")
+    assert k.verdict == "counterexample", k.reason
+    assert [f.code for f in k.findings] == ["CS101"]
+
+
+def test_a_condition_on_a_value_from_the_ctas_own_shared_memory_may_differ_between_them(require_spin):
+    # Each CTA broadcasts its own block's count through its shared memory: one value per CTA.
+    body = PAIR.replace("count = COUNT", """\
+sCount = smem.allocate_tensor(cutlass.Int32, cute.make_layout((1,)), 4)
+tidx, _, _ = cute.arch.thread_idx()
+bidx, _, _ = cute.arch.block_idx()
+if tidx == 0:
+    sCount[0] = mA[bidx]
+cute.arch.sync_threads()
+count = sCount[0]""")
+    k = _check(body, cluster=(2, 1, 1), grid="(2, 1, 1)")
     assert k.verdict == "counterexample", k.reason
     assert [f.code for f in k.findings] == ["CS101"]
 
