@@ -1002,10 +1002,15 @@ def _assigned_names(node) -> set:
 def _bound_in(node, everywhere: bool) -> set:
     """Names bound by assignments, `for` and `as` inside `node`; with `everywhere` also inside
     nested functions, and by parameters, comprehension variables, `:=` and `del`."""
-    names: set = set()
+    return set(_bindings_in(node, everywhere))
+
+
+def _bindings_in(node, everywhere: bool) -> list:
+    """`_bound_in`, one entry per binding (a name bound twice is listed twice)."""
+    names: list = []
 
     def add(target):
-        names.update(x.value for x in _name_targets(target))
+        names.extend(x.value for x in _name_targets(target))
 
     class V(cst.CSTVisitor):
         def visit_AssignTarget(self, n):
@@ -1032,7 +1037,7 @@ def _bound_in(node, everywhere: bool) -> set:
 
         def visit_Param(self, n):
             if everywhere:
-                names.add(n.name.value)
+                names.append(n.name.value)
 
         def visit_NamedExpr(self, n):
             if everywhere:
@@ -7551,43 +7556,8 @@ def _countdown_variable(stmt: cst.While) -> Optional[tuple]:
 
 def _writes_of(node, name: str) -> int:
     """How many assignments, augmented assignments, loop targets and `as` names inside `node`
-    bind `name`."""
-    count = 0
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n):
-            nonlocal count
-            count += n.value == name
-
-    for target in _target_nodes(node):
-        target.visit(V())
-    return count
-
-
-def _target_nodes(node) -> list:
-    out = []
-
-    class V(cst.CSTVisitor):
-        def visit_AssignTarget(self, n):
-            out.append(n.target)
-
-        def visit_AnnAssign(self, n):
-            out.append(n.target)
-
-        def visit_AugAssign(self, n):
-            out.append(n.target)
-
-        def visit_For(self, n):
-            out.append(n.target)
-
-        def visit_AsName(self, n):
-            out.append(n.name)
-
-        def visit_NamedExpr(self, n):
-            out.append(n.target)
-
-    node.visit(V())
-    return out
+    (outside nested functions) bind `name`."""
+    return _bindings_in(node, everywhere=False).count(name)
 
 
 def _int_literal(node) -> Optional[int]:
