@@ -203,3 +203,25 @@ def test_a_bound_of_a_stride_2_loop_is_twice_the_trip_count_where_it_is_read():
         # first = 2T % 4 is even: every write is to stage 0, T of them.
         assert writes == ["sBuf[stage"] * c.trips["n"] and all("stage 0" in o.region.name for o in ir.walk(ops)
                                                              if isinstance(o, ir.Access) and o.write), (c.trips, writes)
+
+
+PER_THREAD_BOUND = """\
+tidx, _, _ = cute.arch.thread_idx()
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+n = mA.shape[0]
+if warp == 0:
+    for b in cutlass.range(tidx, n, 512, unroll=1):
+        mA[b] = 0.0
+if warp == 1:
+    for i in cutlass.range(n):
+        cute.arch.sync_warp()
+"""
+
+
+def test_a_bound_of_a_per_thread_strided_loop_stays_its_trip_count_where_it_is_read():
+    # cuDNN's `build_thd_origins`: `range(tid, batch, THREADS)` walks the batch one block of
+    # threads at a time. Read as T * 512 elsewhere, `batch` made another warp's loop over it
+    # hundreds of trips long (a loop with synchronization past the unroll limit: unmodeled).
+    k = check(kernel_source(PER_THREAD_BOUND))
+    assert not k.unmodeled, [u.why for u in k.unmodeled]
+    assert k.verdict == "verified", k.reason

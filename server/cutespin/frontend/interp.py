@@ -1964,7 +1964,11 @@ class KernelInterp:
             # runtime step the bound is not `start + trips * step`: `loop_decided` compares
             # against it instead.)
             self.env[bound_node.value] = first + trips * st
-            self.registry.bound_lines.setdefault(bound_node.value, (first, st))
+            if _is_int(start):
+                # Not a per-thread loop `range(tid, n, THREADS)`: there the step is the number of
+                # threads, and reading `n` as T * THREADS everywhere would make every other loop
+                # over `n` (cuDNN's `write_thd_prefix_warp` over `batch`) hundreds of trips long.
+                self.registry.bound_lines.setdefault(bound_node.value, (first, st))
         if isinstance(stop, Unknown) and stop.key is not None and _is_int(start):
             try:
                 self.registry.bound_terms.setdefault(stop.key, (text, first, st))
