@@ -14,6 +14,7 @@
 """
 from cutespin import api
 from cutespin.config import Settings
+from cutespin.frontend import build_models
 
 from ..kernels import async_pipeline, kernel_source
 
@@ -50,6 +51,20 @@ def test_a_countdown_from_one_less_pairs_with_the_full_count(require_spin):
     k = _check(COUNTDOWN.replace("PROLOGUE_COUNT", "n -= 1"))
     assert k.verdict == "verified", (k.reason, [f.message for f in k.findings])
     assert any("runs 1 trip more than that loop" in a for a in k.assumptions), k.assumptions
+
+
+def test_a_loop_whose_continue_could_skip_the_count_is_no_countdown():
+    # A trip that continues before `n -= 1` does not count: the loop does not run n trips.
+    body = COUNTDOWN.replace("PROLOGUE_COUNT", "n -= 1").replace("""\
+    while n > 0:
+        pipe.consumer_wait(st)""", """\
+    while n > 0:
+        if mA.shape[1] > 7:
+            continue
+        pipe.consumer_wait(st)""")
+    assert "continue" in body
+    m = build_models(kernel_source(body), "k.py", Settings())[0]
+    assert not any("trip more than that loop" in a for a in m.assumptions), m.assumptions
 
 
 def test_a_producer_that_does_not_count_its_first_tile_still_deadlocks(require_spin):

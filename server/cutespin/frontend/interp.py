@@ -7536,7 +7536,8 @@ def _body_is_trivial(body) -> bool:
 
 def _countdown_variable(stmt: cst.While) -> Optional[tuple]:
     """(n, k) for `while n > k:` (or `n >= k + 1`) whose body counts n down by one per trip at
-    its top level and assigns it nowhere else; the loop then runs `n - k` trips."""
+    its top level, assigns it nowhere else and has no `continue` that could skip the count; the
+    loop then runs `n - k` trips."""
     t = stmt.test
     if not (isinstance(t, cst.Comparison) and len(t.comparisons) == 1 and isinstance(t.left, cst.Name)):
         return None
@@ -7555,7 +7556,28 @@ def _countdown_variable(stmt: cst.While) -> Optional[tuple]:
            if isinstance(x, cst.AugAssign) and isinstance(x.target, cst.Name) and x.target.value == name]
     if len(top) != 1 or not isinstance(top[0].operator, cst.SubtractAssign) or _int_literal(top[0].value) != 1:
         return None
-    return (name, floor) if _writes_of(stmt.body, name) == 1 else None
+    return (name, floor) if _writes_of(stmt.body, name) == 1 and not _continues(stmt.body) else None
+
+
+def _continues(body) -> bool:
+    """Whether a loop body has a `continue` of its own (not one of a loop nested in it)."""
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Continue(self, n):
+            found.append(n)
+
+        def visit_For(self, n):
+            return False
+
+        def visit_While(self, n):
+            return False
+
+        def visit_FunctionDef(self, n):
+            return False
+
+    body.visit(V())
+    return bool(found)
 
 
 def _writes_of(node, name: str) -> int:
