@@ -654,6 +654,8 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
         if threads is None and "block" in kw and self_obj is not None:
             block_tie = _block_tie(it, kw["block"], self_obj)
             block_argument = _block_argument(_host_eval(it, kw["block"]), pins)
+        elif threads is None and "block" in kw:
+            block_argument = _launcher_parameter_block(it, kw["block"], host, pins)
         cluster = _first_dim_product(_host_eval(it, kw["cluster"])) if "cluster" in kw else 1
         grid = _first_dim_product(_host_eval(it, kw["grid"])) if "grid" in kw else None
         kparams = [p for p in site.node.params.params if p.name.value != "self"]
@@ -790,6 +792,21 @@ def _block_argument(block, pins: dict) -> Optional[tuple]:
     if len(leaves) != 1 or next(iter(leaves)) in pins:
         return None
     return next(iter(leaves)), key
+
+
+def _launcher_parameter_block(it, expr: cst.BaseExpression, host, pins: dict) -> Optional[tuple]:
+    """`block=(BT, 1, 1)` in a launching function whose parameter `BT` did not fold (cuDNN's norm
+    launchers pass the block size on to the kernel as a Constexpr): (`BT`, its term), so that the
+    block size the model takes is the value of `BT` in the kernel too (build_kernel)."""
+    if not isinstance(expr, (cst.List, cst.Tuple)) or not expr.elements:
+        return None
+    first, rest = expr.elements[0].value, [_host_eval(it, e.value) for e in expr.elements[1:]]
+    if any(not (I._is_int(r) and not isinstance(r, bool) and r == 1) for r in rest):
+        return None
+    params = {p.name.value for p in host.params.params}
+    if not isinstance(first, cst.Name) or first.value not in params or first.value in pins:
+        return None
+    return first.value, I._leaf("host", first.value)
 
 
 MAX_SOLVED_ARGUMENT = 4096
@@ -1046,11 +1063,19 @@ def _retarget(op, t: Smem):
     return replace(op, target=t) if isinstance(op, I.RawAccess) else replace(op, dst=t)
 
 
-def _block_atoms(sets: list) -> list:
-    """The atoms of a block's elements: elements named by exactly the same accesses go together."""
+def _element_block(e) -> int:
+    """The 32-element block an element lies in (of its last coordinate, for a coordinate tuple)."""
+    return (e[-1] if isinstance(e, tuple) else e) // I.ELEMENT_BLOCK
+
+
+def _buffer_atoms(named: list) -> list:
+    """The atoms of a buffer's named elements: elements named by exactly the same accesses go
+    together, across blocks (`named`: (access, elements) per op; the ops one access became,
+    one per block, share the access, interp `emit_blocks`). Each atom is one region: an access
+    touches every element of it or none."""
     sig: dict = {}
-    for e in sorted({e for s in sets for e in s}):
-        sig.setdefault(frozenset(i for i, s in enumerate(sets) if e in s), []).append(e)
+    for e in sorted({e for _, s in named for e in s}):
+        sig.setdefault(frozenset(a for a, s in named if e in s), []).append(e)
     return sorted(tuple(v) for v in sig.values())
 
 
@@ -1189,7 +1214,8 @@ def split_blocks(procs) -> None:
     blocks: dict = {}  # (alloc, cta, stage) -> block numbers
     flat: dict = {}  # (alloc, cta, stage) -> whether its blocks are element blocks
     other: set = set()  # buffers that non-plain ops touch
-    named: dict = {}  # (alloc, cta, stage) -> {block: [element sets]}, None once one access lacks them
+    named: dict = {}  # (alloc, cta, stage) -> [(access, element set)], None once one access lacks them
+    unique = itertools.count()
     for _, _, it in procs:
         for op in ir.walk(it.out):
             t = _block_target(op)
@@ -1201,33 +1227,38 @@ def split_blocks(procs) -> None:
                     flat[k] = (t.flat, t.coord_rank)
                     if t.elems is None or not isinstance(op, I.RawAccess):
                         named[k] = None
-                    elif named.get(k, {}) is not None:
-                        named.setdefault(k, {}).setdefault(t.block, []).append(set(t.elems))
+                    elif named.get(k, []) is not None:
+                        access = ("origin", op.origin) if op.origin else ("op", next(unique))
+                        named.setdefault(k, []).append((access, set(t.elems)))
             else:
                 for attr in ("dst", "src", "target", "bar"):
                     t = getattr(op, attr, None)
                     if isinstance(t, Smem):
                         other.add(t.alloc)
+    # A buffer whose block accesses all name their elements is split into atoms (however many
+    # blocks they span: `(tid + k * BT) * V` vectors name V blocks per warp); any other, or one
+    # with too many atoms, into its blocks. Past MAX_ELEMENT_BLOCKS blocks it stays one region.
+    atoms: dict = {}  # (alloc, cta, stage) -> [atoms]
+    for k in blocks:
+        if k[0] not in other and named.get(k):
+            found = _buffer_atoms(named[k])
+            if len(found) <= I.MAX_ELEMENT_BLOCKS:
+                atoms[k] = found
     keep = {k: sorted(v) + [I.ELEMENT_BLOCK_REST] for k, v in blocks.items()
-            if k[0] not in other and len(v) <= I.MAX_ELEMENT_BLOCKS}
-    atoms: dict = {}  # (alloc, cta, stage) -> {block: [atoms]}
+            if k[0] not in other and (k in atoms or len(v) <= I.MAX_ELEMENT_BLOCKS)}
     # Buffers whose per-lane accesses named blocks or elements the model then merges (too many
     # blocks, or too many atoms): two such accesses share a region though on the GPU they may
     # touch different elements, so a race between them is not proven (P16).
-    coarse = {k for k in blocks if k[0] not in other and k not in keep}
-    for k in keep:
-        if named.get(k):
-            per = {b: _block_atoms(sets) for b, sets in named[k].items()}
-            if sum(len(a) for a in per.values()) <= I.MAX_ELEMENT_BLOCKS:
-                atoms[k] = per
-            else:  # more atoms than blocks: some block's atoms merge
-                coarse.add(k)
+    coarse = {k for k in blocks if k[0] not in other and (k not in keep or named.get(k) and k not in atoms)}
 
     def parts(k, b, elems=None) -> list:
-        """The (block, atom) pieces of block b of buffer k that an access naming elems touches."""
-        if b == I.ELEMENT_BLOCK_REST or k not in atoms or b not in atoms[k]:
+        """The (block, atom) pieces of buffer k that an access of block b naming elems touches
+        (every piece of block b when elems is None)."""
+        if b == I.ELEMENT_BLOCK_REST or k not in atoms:
             return [(b, None)]
-        return [(b, a) for a in atoms[k][b] if elems is None or set(a) & set(elems)]
+        if elems is None:
+            return [(_element_block(a[0]), a) for a in atoms[k] if any(_element_block(e) == b for e in a)]
+        return [(_element_block(a[0]), a) for a in atoms[k] if set(a) & set(elems)]
 
     def expand(op) -> list:
         t = _block_target(op)
@@ -1242,9 +1273,9 @@ def split_blocks(procs) -> None:
             return [_retarget(op, t.at(block=b, elems=None, atom=a)) for b, a in parts(k, t.block, t.elems)]
         if k in keep:
             # Every block of its stage (split_stages has made an access of a whole staged
-            # buffer an access of each stage too).
-            return [_retarget(op, t.at(block=b, atom=a, flat=flat[k][0], coord_rank=flat[k][1]))
-                    for b0 in keep[k] for b, a in parts(k, b0)]
+            # buffer an access of each stage too); an atom spanning blocks once.
+            pieces = dict.fromkeys(p for b0 in keep[k] for p in parts(k, b0))
+            return [_retarget(op, t.at(block=b, atom=a, flat=flat[k][0], coord_rank=flat[k][1])) for b, a in pieces]
         return [op]
 
     _rewrite_ops(procs, expand)

@@ -12,6 +12,7 @@ import copy
 import functools
 import hashlib
 import io
+import itertools
 import math
 import operator
 import os
@@ -2079,10 +2080,10 @@ class KernelInterp:
             self.reg_values = {}
 
     def summarizable(self, node) -> bool:
-        """A `for` loop whose body names no synchronization and calls only plain code: library
+        """A `for` (or `while`) loop whose body names no synchronization and calls only plain code: library
         functions, plain package helpers, and methods of the data it reads and writes (cuDNN's
         block scan: `x = (sp + t).load(); (sp + t).store(acc)` over 1024 entries)."""
-        return (isinstance(node, cst.For) and not _names_sync(node)
+        return (isinstance(node, (cst.For, cst.While)) and not _names_sync(node)
                 # State a trip leaves in an attribute (`self.count += 1`) would keep one trip's value.
                 and not _mutates_attributes(node, lambda name: name == "self" or name in self.env)
                 and _calls_only_plain_code(node, self.info, project=self.root_info.project, is_data=self.holds_data))
@@ -2296,7 +2297,35 @@ class KernelInterp:
             self.runtime_loop_depth -= 1
         self.end_loop(stmt, out0, n0)
 
+    def while_snapshot(self, stmt: cst.While):
+        """What a `while` loop that only loads and stores may have to be run again from: the
+        state before its first trip (None for any other loop)."""
+        if not self.summarizable(stmt):
+            return None
+        return (len(self.out), dict(self.env), dict(self.reg_values), dict(self.work_calls),
+                dict(self.tiles_executed))
+
+    def summarize_while(self, stmt: cst.While, saved) -> None:
+        """A `while` loop past the unroll limit that only loads and stores (cuDNN's batch norm
+        walks `while j < BT * VPT` over a block's partials): its trips are undone and it is checked
+        as one trip with what the loop assigns unknown, like a long `for` loop (P9)."""
+        n, env, regs, calls, tiles = saved
+        del self.out[n:]
+        self.env, self.reg_values, self.work_calls, self.tiles_executed = env, regs, calls, tiles
+        self.registry.assume(f"loop at line {self.span(stmt).line} (more than {MAX_UNROLL} trips) only accesses "
+                             f"memory: checked as one trip with what it assigns unknown")
+        self.summarized_loops.add(stmt)
+        for name in _local_names(stmt)[1]:
+            if name in self.env:
+                self.env[name] = Unknown(f"{name} in a long loop")
+        self.in_summary += 1
+        try:
+            self.loop_body(stmt.body)
+        finally:
+            self.in_summary -= 1
+
     def run_while(self, stmt: cst.While):
+        saved = self.while_snapshot(stmt)
         for _ in range(MAX_UNROLL):
             cond = self.eval_cond(stmt.test)
             if cond is False:
@@ -2307,7 +2336,10 @@ class KernelInterp:
                 continue
             break
         else:
-            raise Unsupported("while loop did not terminate within the unroll limit")
+            if saved is None:
+                raise Unsupported("while loop did not terminate within the unroll limit")
+            self.summarize_while(stmt, saved)
+            return
         # A runtime condition: a bounded loop (persistent tile loops and the like). A bare name
         # as the condition (`while is_valid:`) is not a count: its trips are not its value.
         text = self.code(stmt.test)
@@ -3725,7 +3757,7 @@ class KernelInterp:
         if meth == "allocate_tensor":
             dtype = kwargs.get("element_type", args[0] if args else None)
             layout = kwargs.get("layout", args[1] if len(args) > 1 else None)
-            return self.with_layout(Smem(alloc=key, label=label, cta=alloc.cta), layout, dtype)
+            return self.with_layout(Smem(alloc=key, label=label, cta=alloc.cta, dtype=dtype), layout, dtype)
         if meth == "allocate":
             return Storage(key=key, cta=alloc.cta, label=label)
         return Unknown(f"allocator.{meth}")
@@ -3767,10 +3799,11 @@ class KernelInterp:
                 return buf.at(stages=shape[-1])
             if len(shape) >= 3 and _is_int(shape[-2]) and shape[-2] in counts and shape[-1] not in counts:
                 return buf.at(inner_stages=shape[-2])
-            if isinstance(layout, Layout) and buf.field:
+            if isinstance(layout, Layout) and (buf.field or bits is None and buf.dtype is not None):
                 # `storage.scan.get_tensor(make_layout((n + 1, 2)))`: the element type is the
                 # field's, the coordinates still name distinct elements of a compact layout. (A
                 # field of a struct *view* is the whole allocation at an unknown offset: not here.)
+                # So with an element type that did not fold (`allocate_tensor(it_ty, n)`).
                 return buf.at(flat=len(shape) == 1 and layout.compact,
                               coord_rank=len(shape) if len(shape) >= 2 and layout.compact else 0)
         return buf
@@ -3929,10 +3962,7 @@ class KernelInterp:
                     # `sSeg[row, tidx]`: each lane's last coordinate is known; elements whose last
                     # coordinates lie in different 32-blocks differ, whatever the other coordinates
                     # (and so do elements whose full coordinates differ at all: split_blocks).
-                    exact = leads_fold or self.in_summary > 0
-                    for b, elems in blocks.items():
-                        self.emit(RawAccess(self.span(node), base.at(block=b, elems=elems), write, self.mask, False,
-                                            exact))
+                    self.emit_blocks(self.span(node), base, blocks, write, leads_fold or self.in_summary > 0)
                     return Unknown("loaded value") if not write else None
             if stage is None and isinstance(base, Smem) and base.flat and base.part is None and not base.tmem:
                 blocks = _element_sets(idx, self.mask, base.offset)
@@ -3940,8 +3970,7 @@ class KernelInterp:
                     # `sRed[tidx + off]`: each lane's element is known, so the access touches
                     # only the 32-element blocks those elements lie in (and, within a block, only
                     # the atoms split_blocks makes of its elements).
-                    for b, elems in blocks.items():
-                        self.emit(RawAccess(self.span(node), base.at(block=b, elems=elems), write, self.mask, False))
+                    self.emit_blocks(self.span(node), base, blocks, write)
                     return self.broadcast_load(base, idx, node) if not write else None
             if not write and isinstance(base, Smem) and (_has_open_mode(idx) or isinstance(idx, Unknown)
                                                          and _open_mode_term(idx.key)):
@@ -3966,6 +3995,27 @@ class KernelInterp:
             self.emit(RawAccess(self.span(node), base, False, self.mask, False, exact))
             return Unknown("loaded value", key=self.input_load_term(base, index))
         return Unknown("subscript of an unknown value")
+
+    def vector_access(self, base: Smem, index, count: int, write: bool, node) -> bool:
+        """`load_ext(buf.iterator + off, count=n)` of the buffer's own element type: each lane names
+        elements off .. off + n - 1 (cuDNN's norms stage `V` elements per thread at `(tid + k * BT)
+        * V`). Emitted by 32-element block like `buf[off]`; False when `off` does not fold in every
+        active lane (the caller takes the whole buffer)."""
+        starts = _lane_ints(self.eval_index(index), self.mask)
+        if starts is None or any(v < 0 for v in starts):
+            return False
+        blocks: dict = {}
+        for e in sorted({v + j for v in starts for j in range(count)}):
+            blocks.setdefault(e // ELEMENT_BLOCK, []).append(e)
+        self.emit_blocks(self.span(node), base, {b: tuple(v) for b, v in blocks.items()}, write)
+        return True
+
+    def emit_blocks(self, span, base: Smem, blocks: dict, write: bool, exact: bool = True) -> None:
+        """One access of per-lane elements, as one op per 32-element block ({block: elements}),
+        the ops tagged with one origin so that split_blocks can tell they are one access."""
+        origin = next(ACCESS_ORIGINS)
+        for b, elems in blocks.items():
+            self.emit(RawAccess(span, base.at(block=b, elems=elems), write, self.mask, False, exact, origin))
 
     def gmem_element(self, base: Gmem, idx, index) -> Gmem:
         """`mFlags[3]` / `mData[tidx]` in the kernel's own body, on a kernel argument it never
@@ -4097,6 +4147,12 @@ class RawAccess(ir.Op):
     mask: int
     async_read: bool
     exact: bool = True  # see ir.Access.exact
+    # The ops one access of per-lane elements became, one per 32-element block, share an origin
+    # (Interp.emit_blocks); 0 for any other access.
+    origin: int = 0
+
+
+ACCESS_ORIGINS = itertools.count(1)
 
 
 @dataclass
@@ -4915,8 +4971,7 @@ def _smem_atomic(it, ptr, node) -> bool:
     blocks = _element_sets(0, it.mask, ptr.offset) \
         if ptr.flat and ptr.part is None and ptr.stage is None else None
     if blocks is not None:
-        for b, elems in blocks.items():
-            it.emit(RawAccess(span, ptr.at(block=b, elems=elems), True, it.mask, False))
+        it.emit_blocks(span, ptr, blocks, True)
         return True
     it.emit(RawAccess(span, ptr, True, it.mask, False, it.in_summary > 0))
     return True
@@ -6829,29 +6884,59 @@ def _enum_name(v) -> Optional[str]:
     return v.qualname.rsplit(".", 1)[-1].lower() if isinstance(v, ModuleRef) else None
 
 
-def _prim_access(it, ptr, write: bool, node, count=None):
+def _prim_access(it, ptr, write: bool, node, ptr_node, count=1, dtype=None):
     """A load_ext / store_ext: a plain, weak ld/st (no memory order), so never a flag operation
     or a release, whatever fence came before: a data access of the buffer the pointer names.
     A scalar load through `buf.iterator + off` is the element access `buf[off]` (per-lane
-    elements, P14 broadcasts); any other access through a shared-memory pointer covers elements
-    the model does not track (a vector of `count` elements, a runtime offset), so it is the whole
-    buffer, inexact (P16). An unresolved pointer is unmodeled."""
-    arg = node.args[0].value if isinstance(node, cst.Call) and node.args and node.args[0].keyword is None else None
-    if isinstance(ptr, Smem) and not ptr.tmem and count == 1 and isinstance(arg, cst.BinaryOperation) \
-            and isinstance(arg.operator, cst.Add) and isinstance(arg.left, (cst.Attribute, cst.Name)) \
-            and not cst_matchers.findall(arg.right, cst_matchers.Call()):
+    elements, P14 broadcasts); a vector of `count` elements of the buffer's own element type
+    names elements off .. off + count - 1 in each lane. Any other access through a shared-memory
+    pointer covers elements the model does not track (a vector of another type, a runtime
+    offset), so it is the whole buffer, inexact (P16). An unresolved pointer is unmodeled."""
+    if isinstance(ptr, Smem) and not ptr.tmem and _is_int(count) and count >= 1 \
+            and isinstance(ptr_node, cst.BinaryOperation) and isinstance(ptr_node.operator, cst.Add) \
+            and isinstance(ptr_node.left, (cst.Attribute, cst.Name)) \
+            and not cst_matchers.findall(ptr_node.right, cst_matchers.Call()):
         # Evaluated again as a subscript: only call-free operands (nothing emitted twice).
-        base = it.eval(arg.left)
+        base = it.eval(ptr_node.left)
         if isinstance(base, Smem) and base.flat and base.offset == 0 and base.stage is None:
-            index = cst.Subscript(value=arg.left, slice=[cst.SubscriptElement(slice=cst.Index(value=arg.right))])
-            return it.access(base, write, node, index=index)
+            index = cst.Subscript(value=ptr_node.left, slice=[cst.SubscriptElement(slice=cst.Index(value=ptr_node.right))])
+            if count == 1 and (not write or _same_dtype(base.dtype, dtype)):
+                return it.access(base, write, node, index=index)
+            if _same_dtype(base.dtype, dtype) and it.vector_access(base, index, count, write, node):
+                return None if write else Unknown("loaded value", vector=(dtype, count))
     if isinstance(ptr, Smem):
-        return it.access(ptr if ptr.tmem else ptr.at(inexact=True), write, node)
+        it.access(ptr if ptr.tmem else ptr.at(inexact=True), write, node)
+        return None if write else Unknown("loaded value", vector=(dtype, count))
     if isinstance(ptr, Gmem):
-        return it.access(ptr, write, node)
+        it.access(ptr, write, node)
+        return None if write else Unknown("loaded value", vector=(dtype, count))
     it.unmodeled(node, "primitives.store_ext" if write else "primitives.load_ext",
                  "the pointer could not be resolved to a shared- or global-memory buffer")
     return None if write else Unknown("loaded value")
+
+
+def _same_dtype(a, b) -> bool:
+    """Two element types that are known to be the same: the same DSL type, or the same uniform
+    value (`it_ty`, a kernel argument, for both the buffer and the load)."""
+    if a is None or b is None:
+        return False
+    da, db = as_dtype(a), as_dtype(b)
+    if da is not None or db is not None:
+        return da == db
+    if isinstance(a, ModuleRef) and isinstance(b, ModuleRef):
+        return a.qualname == b.qualname
+    return isinstance(a, Unknown) and isinstance(b, Unknown) and a.key is not None and a.key == b.key
+
+
+def _call_arg(node, pos: int, name: str):
+    """The expression a call passes as its argument `pos` (or keyword `name`), or None."""
+    if not isinstance(node, cst.Call):
+        return None
+    positional = [a for a in node.args if a.keyword is None and not a.star]
+    for a in node.args:
+        if a.keyword is not None and a.keyword.value == name:
+            return a.value
+    return positional[pos].value if pos < len(positional) else None
 
 
 def h_prim_cp_async(it, args, kwargs, node):
@@ -6882,15 +6967,21 @@ def h_prim_cp_async_arrive(it, args, kwargs, node):
 
 
 def h_prim_store_ext(it, args, kwargs, node):
-    """`store_ext(value, ptr, shared_space=)`: value first (cute.arch.store is ptr first)."""
-    it.read_registers(_kw(args, kwargs, 0, "value"), node)
-    _prim_access(it, _kw(args, kwargs, 1, "ptr"), True, node)
+    """`store_ext(value, ptr, shared_space=)`: value first (cute.arch.store is ptr first). A vector
+    a load_ext returned stores its elements (`Unknown.vector`); any other value is not tracked by
+    element (its width is not known)."""
+    value = _kw(args, kwargs, 0, "value")
+    it.read_registers(value, node)
+    # A value of unknown type (count None) may be wider than the buffer's elements: not tracked.
+    dtype, count = value.vector if isinstance(value, Unknown) and value.vector else (None, None)
+    _prim_access(it, _kw(args, kwargs, 1, "ptr"), True, node, _call_arg(node, 1, "ptr"), count, dtype)
     return None
 
 
 def h_prim_load_ext(it, args, kwargs, node):
     """`load_ext(ptr, dtype=, count=, shared_space=)`: a (vector) load."""
-    return _prim_access(it, _kw(args, kwargs, 0, "ptr"), False, node, kwargs.get("count", 1))
+    return _prim_access(it, _kw(args, kwargs, 0, "ptr"), False, node, _call_arg(node, 0, "ptr"),
+                        kwargs.get("count", 1), kwargs.get("dtype"))
 
 
 def h_prim_atomicrmw(it, args, kwargs, node):

@@ -32,6 +32,9 @@ class Unknown:
     # `cute.crd2idx(coord, layout)` that did not fold: the coordinate, so that `buf.iterator +`
     # it can still select the stage the coordinate names.
     coord: Any = field(default=None, compare=False, hash=False)
+    # A vector a `load_ext(ptr, dtype=t, count=n)` returned: (t, n), so that storing it writes n
+    # elements of type t (interp `_prim_access`).
+    vector: Any = field(default=None, compare=False, hash=False)
 
     def __bool__(self):  # pragma: no cover - guard against accidental truthiness
         raise TypeError("Unknown has no truth value")
@@ -136,6 +139,10 @@ class Smem:
     # MMA_K, STAGE) whatever the buffer's layout, so its last index selects the stage even when
     # the buffer's stage count did not fold (a host layout, tcgen05 GEMMs' `a_layout.outer`).
     mma_operand: bool = dc_field(default=False, compare=False)
+    # The element type it was allocated with (`allocate_tensor(dtype, ...)`), as evaluated: a
+    # vector load/store of that type through `buf.iterator + off` names elements off.. (interp
+    # `_prim_access`). None when not known.
+    dtype: Any = dc_field(default=None, compare=False)
 
     def at(self, **kw) -> "Smem":
         return replace(self, **kw)
