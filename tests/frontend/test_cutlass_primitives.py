@@ -265,6 +265,17 @@ def test_hasattr_probes_on_pointers_take_the_plain_path(require_spin):
     assert r.verdict == "counterexample" and r.findings[0].code == "CS201"
 
 
+def test_a_struct_fields_ptr_probe_takes_the_field_itself(require_spin):
+    # cuDNN's flex-attention `struct_scalar_ptr(field)`: `field.ptr if hasattr(field, "ptr") else
+    # field` (CUTLASS DSL 4.6 wraps scalar fields): both name the field's address.
+    helper = '\n\ndef _scalar_ptr(field):\n    return field.ptr if hasattr(field, "ptr") else field\n'
+    src = bulk_copy_kernel(True).replace("mbar.iterator, nbytes)", "_scalar_ptr(mbar.iterator), nbytes)") + helper
+    assert "_scalar_ptr(mbar" in src
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    assert check(src).verdict == "verified"
+
+
 def test_hasattr_on_a_value_the_model_does_not_know_is_not_guessed():
     src = source("""\
 smem = cutlass.utils.SmemAllocator()

@@ -6762,7 +6762,9 @@ def h_isinstance(it, args, kwargs, node):
 # Conversions a package pointer helper probes with `hasattr` before falling back to the plain
 # pointer (cuDNN frost's `_advance`: `x.subview(n)` if it has one, else `x + n`; `_bulk_copy_ptr`:
 # `x.llvm_ptr`, else `x.ir_value()`, else `x`). Every branch names the same address.
-POINTER_PROBES = frozenset({"subview", "llvm_ptr", "ir_value", "data_ptr", "toint"})
+# (`ptr`: a scalar struct field's address in CUTLASS DSL 4.6, `field.ptr if hasattr(field,
+# "ptr") else field` in cuDNN's flex-attention utilities: the model's field is its own address.)
+POINTER_PROBES = frozenset({"subview", "llvm_ptr", "ir_value", "data_ptr", "toint", "ptr"})
 # The same address in another spelling: `t.iterator.raw_ptr()`, `ptr.tospace(AddressSpace.generic)`.
 POINTER_CASTS = ("raw_ptr", "llvm_ptr", "tospace", "ir_value")
 
