@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import itertools
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Callable, Optional
 
 import libcst as cst
@@ -989,10 +989,12 @@ class _Numbering:
             name += f" (CTA {target.cta})"
             space, cta = "smem", target.cta
         elif isinstance(target, Gmem):
-            key = ("gmem", target.name, target.elem)
+            key = ("gmem", target.name, target.elem, target.slice)
             name, space, cta = f"global {target.name}", "gmem", -1
             if target.elem is not None:
                 name += f"[{target.elem}]"
+            if target.slice is not None:
+                name += f"[slice {target.slice[1]}]"
         else:
             return None
         return self._region(key, space, cta, name, target)
@@ -1314,6 +1316,48 @@ def split_gmem_elements(procs, registry) -> None:
         return [op] + [replace(op, target=replace(t, elem=e)) for e in reach]
 
     _rewrite_ops(procs, expand)
+
+
+def split_gmem_slices(procs, registry) -> None:
+    """Views of a global tensor cut into equal pieces (`make_tensor(ws.iterator + c * n,
+    make_layout((n,), stride=(1,)))`, interp `h_make_tensor`: cuDNN frost's prologues give each
+    warp its own descriptor array in one workspace) are regions of their own, slice by slice;
+    an access of the tensor as a whole also touches every slice. The accesses through a slice,
+    raw pointer arithmetic from its iterator included, are taken to stay in it. A tensor some
+    other operation touches (a TMA copy, an element `ws[3]`) stays whole."""
+    slices: dict = {}  # tensor -> slices accessed
+    whole: set = set()
+    for _, _, it in procs:
+        for op in ir.walk(it.out):
+            for t in _gmem_operands(op):
+                if t.slice is not None and isinstance(op, I.RawAccess) and t.elem is None:
+                    slices.setdefault(t.name, set()).add(t.slice)
+                elif t.slice is not None or not isinstance(op, I.RawAccess) or t.elem is not None:
+                    whole.add(t.name)
+    kept = {name: sorted(v, key=repr) for name, v in slices.items() if name not in whole}
+    for name in sorted(kept):
+        registry.assume(f"views of global tensor {name} at multiples of their extent are disjoint slices of it, "
+                        f"and accesses through a slice (pointer arithmetic from its iterator included) stay in it")
+    if not slices:
+        return
+
+    def expand(op) -> list:
+        if not isinstance(op, I.RawAccess) or not isinstance(op.target, Gmem) or op.target.name not in slices:
+            return [op]
+        t = op.target
+        if t.name not in kept:
+            return [replace(op, target=replace(t, slice=None))] if t.slice is not None else [op]
+        if t.slice is not None:
+            return [op]
+        return [op] + [replace(op, target=replace(t, slice=sl)) for sl in kept[t.name]]
+
+    _rewrite_ops(procs, expand)
+
+
+def _gmem_operands(op) -> list:
+    """The global tensors an op names in its fields."""
+    return [v for f in fields(op) for v in [getattr(op, f.name)] if isinstance(v, Gmem)] \
+        if hasattr(op, "__dataclass_fields__") else []
 
 
 def _written_gmem(procs) -> set:
@@ -2381,6 +2425,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         split_stages(run)
         split_blocks(run)
         split_gmem_elements(run, registry)
+        split_gmem_slices(run, registry)
     numbering = _Numbering()
     processes = []
     for idx in range(ctas * warps):

@@ -3014,8 +3014,11 @@ class KernelInterp:
             return a.at(flat=False, coord_rank=0, inexact=True)
         if isinstance(a, Gmem) and isinstance(b, (LaneVal, Unknown)):
             # A runtime offset, or a per-lane one (`desc_base + lane * QWORDS`): global tensors are
-            # tracked whole, so what the pointer names is not one known element (P16).
-            return replace(a, inexact=True)
+            # tracked whole, so what the pointer names is not one known element (P16). A multiple
+            # of a uniform term from the tensor's start may become a slice (`h_make_tensor`).
+            scaled = _scaled_term(b.key) if isinstance(b, Unknown) and op is operator.add and a.offset == 0 \
+                and not a.inexact and a.slice is None and a.scaled_offset is None else None
+            return replace(a, inexact=True, scaled_offset=scaled)
         if isinstance(a, LaneVal) or isinstance(b, LaneVal):
             av = a.vals if isinstance(a, LaneVal) else (a,) * 32
             bv = b.vals if isinstance(b, LaneVal) else (b,) * 32
@@ -6480,8 +6483,60 @@ def h_make_tensor(it, args, kwargs, node):
                  or isinstance(layout, Unknown) and layout.dims is not None and len(layout.dims) == 1)
         return view.at(flat=ptr.flat and rank1, coord_rank=0)
     if isinstance(ptr, Gmem):
+        extent = _rank1_extent_term(it, node)
+        if extent is not None and ptr.slice is None and ptr.elem is None:
+            # A view of extent e * n at offset c * n from the tensor's start is slice c // e of
+            # the tensor cut in pieces of e * n (the offset a multiple of the extent); so with
+            # numbers (a configuration in which n folded).
+            (n, e), offset = _scaled_term(extent), ptr.scaled_offset
+            if offset is not None and offset[0] == n and offset[1] % e == 0:
+                return replace(ptr, is_ptr=False, inexact=False, scaled_offset=None, slice=(extent, offset[1] // e))
+            if n[0] == "k" and not ptr.inexact and ptr.offset % (n[2] * e) == 0:
+                return replace(ptr, is_ptr=False, slice=(extent, ptr.offset // (n[2] * e)))
+            if not ptr.inexact and ptr.offset == 0:
+                return replace(ptr, is_ptr=False, slice=(extent, 0))
         return replace(ptr, is_ptr=False)
     return Unknown("tensor")
+
+
+def _scaled_term(b: Optional[tuple]) -> Optional[tuple]:
+    """(n, c) when the term `b` is `c * n` for a uniform term n and an integer c >= 1, constant factors
+    peeled off n (`2 * (n_batch * 16)` is (n_batch, 32)); None when `b` has no term."""
+    key = b
+    if key is None:
+        return None
+    c = 1
+    while key[0] == "op" and len(key) == 5 and key[2] == "mul":
+        for k, n in ((key[3], key[4]), (key[4], key[3])):
+            if k[0] == "k" and _is_int(k[2]) and not isinstance(k[2], bool) and k[2] >= 1:
+                key, c = n, c * int(k[2])
+                break
+        else:
+            break
+    return key, c
+
+
+def _rank1_extent_term(it, node) -> Optional[tuple]:
+    """The term of n in `make_tensor(ptr, make_layout((n,), stride=(1,)))` (or `make_layout(n)`):
+    a compact rank-1 view of n elements, n a uniform term that did not fold. None otherwise."""
+    layout = _call_arg(node, 1, "layout")
+    if not (isinstance(layout, cst.Call) and it.code(layout.func).endswith("make_layout") and layout.args):
+        return None
+    shape = layout.args[0].value
+    if isinstance(shape, cst.Tuple):
+        if len(shape.elements) != 1:
+            return None
+        shape = shape.elements[0].value
+    stride = next((a.value for a in layout.args[1:] if a.keyword is not None and a.keyword.value == "stride"), None)
+    if stride is not None:
+        if isinstance(stride, cst.Tuple) and len(stride.elements) == 1:
+            stride = stride.elements[0].value
+        if it.eval(stride) != 1:
+            return None
+    n = it.eval(shape)
+    if _is_int(n) and not isinstance(n, bool) and n > 0:
+        return _leaf("k", int(n))
+    return n.key if isinstance(n, Unknown) and n.key is not None else None
 
 
 def h_make_ptr(it, args, kwargs, node):

@@ -181,6 +181,13 @@ class Gmem:
     # indices (`mData[tidx]`) names `index_set`, which tells it apart from those elements.
     elem: Optional[int] = None
     index_set: Optional[frozenset] = dc_field(default=None, compare=False)
+    # `base + c * n` with `n` a uniform term (key) that did not fold: (n, c), kept so that a view
+    # of extent n made on it (`make_tensor(ptr, make_layout((n,), stride=(1,)))`) is known to be
+    # slice c of the tensor (cuDNN frost's per-warp descriptor arrays in one workspace).
+    scaled_offset: Optional[tuple] = dc_field(default=None, compare=False)
+    # Elements [c * n, (c + 1) * n) of the tensor, as (n, c): accesses through the view and the
+    # pointers derived from it stay in it, so different slices are different regions (P16).
+    slice: Optional[tuple] = None
 
 
 @dataclass(frozen=True)
