@@ -85,6 +85,18 @@ def test_a_view_that_overlaps_another_is_no_slice(require_spin):
     assert {f.code for f in kr.findings} == {"CS201"}
 
 
+def test_pieces_of_different_extents_are_no_slices(require_spin):
+    # `b` has extent words // 2 at offset words // 2: slice 1 of that size, which lies inside `a`
+    # (slice 0 of size words). Pieces of two sizes may overlap: the tensor stays whole.
+    src = slices("words // 2").replace("b = cute.make_tensor(ws.iterator + words // 2, cute.make_layout((words,)",
+                                       "b = cute.make_tensor(ws.iterator + words // 2, cute.make_layout((words // 2,)")
+    assert "make_layout((words // 2,)" in src
+    [m] = build_models(src, "k.py", Settings())
+    assert gmem_regions(m, 0) == gmem_regions(m, 1) == {"global ws"}
+    kr = check(src)
+    assert kr.verdict != "verified"
+
+
 def test_an_access_of_the_whole_tensor_meets_every_slice(require_spin):
     # Warp 1 also reads the workspace through the tensor itself, at an index that does not fold:
     # it may read warp 0's slice while warp 0 writes it.

@@ -1324,7 +1324,8 @@ def split_gmem_slices(procs, registry) -> None:
     warp its own descriptor array in one workspace) are regions of their own, slice by slice;
     an access of the tensor as a whole also touches every slice. The accesses through a slice,
     raw pointer arithmetic from its iterator included, are taken to stay in it. A tensor some
-    other operation touches (a TMA copy, an element `ws[3]`) stays whole."""
+    other operation touches (a TMA copy, an element `ws[3]`), or cut in pieces of different
+    extents, stays whole."""
     slices: dict = {}  # tensor -> slices accessed
     whole: set = set()
     for _, _, it in procs:
@@ -1334,7 +1335,10 @@ def split_gmem_slices(procs, registry) -> None:
                     slices.setdefault(t.name, set()).add(t.slice)
                 elif t.slice is not None or not isinstance(op, I.RawAccess) or t.elem is not None:
                     whole.add(t.name)
-    kept = {name: sorted(v, key=repr) for name, v in slices.items() if name not in whole}
+    # Slices of one extent are disjoint; pieces of different extents may overlap (`[0, 2n)` and
+    # `[n, 2n)`): such a tensor stays whole.
+    kept = {name: sorted(v, key=repr) for name, v in slices.items()
+            if name not in whole and len({extent for extent, _ in v}) == 1}
     for name in sorted(kept):
         registry.assume(f"views of global tensor {name} at multiples of their extent are disjoint slices of it, "
                         f"and accesses through a slice (pointer arithmetic from its iterator included) stay in it")
