@@ -97,6 +97,31 @@ def test_pieces_of_different_extents_are_no_slices(require_spin):
     assert kr.verdict != "verified"
 
 
+def test_pieces_of_a_view_are_no_slices_of_the_tensor():
+    # A tile of the workspace may start anywhere in it: `tile + words` is no multiple of `words`
+    # from the tensor's start, so the pieces of a view are not slices (the tensor stays whole).
+    src = slices("words").replace(
+        "    a = cute.make_tensor(ws.iterator,",
+        "    tile = cute.local_tile(ws, (4096,), (cute.arch.block_idx()[0],))\n"
+        "    a = cute.make_tensor(tile.iterator,").replace("ws.iterator + words", "tile.iterator + words")
+    assert "tile.iterator + words" in src
+    [m] = build_models(src, "k.py", Settings())
+    assert gmem_regions(m, 0) == gmem_regions(m, 1) == {"global ws"}
+
+
+def test_pieces_sized_by_a_ctas_own_data_are_no_slices():
+    # `words` read from shared memory is one value per CTA, not per launch: two CTAs may cut the
+    # workspace in pieces of different sizes, which overlap.
+    src = slices("words").replace(
+        "    words = n * cutlass.Int32(QW)\n",
+        "    smem = cutlass.utils.SmemAllocator()\n"
+        "    s_words = smem.allocate_tensor(cutlass.Int32, cute.make_layout(1))\n"
+        "    words = s_words[0]\n")
+    assert "words = s_words[0]" in src
+    [m] = build_models(src, "k.py", Settings())
+    assert gmem_regions(m, 0) == gmem_regions(m, 1) == {"global ws"}
+
+
 def test_an_access_of_the_whole_tensor_meets_every_slice(require_spin):
     # Warp 1 also reads the workspace through the tensor itself, at an index that does not fold:
     # it may read warp 0's slice while warp 0 writes it.

@@ -176,11 +176,16 @@ def _element_sets(idx, mask: int, offset: int = 0) -> Optional[dict]:
     if vals and all(_is_int(v) and not isinstance(v, bool) for v in vals):
         elems = [offset + int(v) for v in vals]
         if all(e >= 0 for e in elems):
-            out: dict = {}
-            for e in sorted(set(elems)):
-                out.setdefault(e // ELEMENT_BLOCK, []).append(e)
-            return {b: tuple(v) for b, v in out.items()}
+            return _by_block(elems)
     return None
+
+
+def _by_block(elems) -> dict:
+    """{32-element block: the sorted elements in it} of non-negative element indices."""
+    out: dict = {}
+    for e in sorted(set(elems)):
+        out.setdefault(e // ELEMENT_BLOCK, []).append(e)
+    return {b: tuple(v) for b, v in out.items()}
 
 
 def _lane_ints(x, mask: int) -> Optional[list]:
@@ -217,6 +222,8 @@ def _as_view(v):
     """A view of a buffer (`make_tensor(buf.iterator, layout)`, `local_tile`, ...): same buffer,
     but an index into it is no longer the element offset (element blocks need the allocation's
     own rank-1 layout)."""
+    if isinstance(v, Gmem):
+        return replace(v, view=True)
     return v.at(flat=False, coord_rank=0) if isinstance(v, Smem) and (v.flat or v.coord_rank) else v
 
 
@@ -3017,7 +3024,7 @@ class KernelInterp:
             # tracked whole, so what the pointer names is not one known element (P16). A multiple
             # of a uniform term from the tensor's start may become a slice (`h_make_tensor`).
             scaled = _scaled_term(b.key) if isinstance(b, Unknown) and op is operator.add and a.offset == 0 \
-                and not a.inexact and a.slice is None and a.scaled_offset is None else None
+                and not a.inexact and not a.view and a.slice is None and a.scaled_offset is None else None
             return replace(a, inexact=True, scaled_offset=scaled)
         if isinstance(a, LaneVal) or isinstance(b, LaneVal):
             av = a.vals if isinstance(a, LaneVal) else (a,) * 32
@@ -3522,7 +3529,7 @@ class KernelInterp:
                 return None
             if meth in ("toint", "align") + POINTER_CASTS:
                 return base
-            return base if _view_name(meth) else Unknown(f"{meth} of a tensor")
+            return replace(base, view=True) if _view_name(meth) else Unknown(f"{meth} of a tensor")
         if isinstance(base, NamedBarrierObj):
             return self.named_barrier_method(base, meth, node)
         if isinstance(base, TmemAllocatorObj):
@@ -4007,10 +4014,7 @@ class KernelInterp:
         starts = _lane_ints(self.eval_index(index), self.mask)
         if starts is None or any(v < 0 for v in starts):
             return False
-        blocks: dict = {}
-        for e in sorted({v + j for v in starts for j in range(count)}):
-            blocks.setdefault(e // ELEMENT_BLOCK, []).append(e)
-        self.emit_blocks(self.span(node), base, {b: tuple(v) for b, v in blocks.items()}, write)
+        self.emit_blocks(self.span(node), base, _by_block(v + j for v in starts for j in range(count)), write)
         return True
 
     def emit_blocks(self, span, base: Smem, blocks: dict, write: bool, exact: bool = True) -> None:
@@ -6484,7 +6488,10 @@ def h_make_tensor(it, args, kwargs, node):
         return view.at(flat=ptr.flat and rank1, coord_rank=0)
     if isinstance(ptr, Gmem):
         extent = _rank1_extent_term(it, node)
-        if extent is not None and ptr.slice is None and ptr.elem is None:
+        # Only from the tensor itself (a view may start anywhere in it), and only with an extent
+        # that is one value in every CTA (a CTA's own work tile could size its pieces differently).
+        if extent is not None and ptr.slice is None and ptr.elem is None and not ptr.view \
+                and not _cta_local_term(extent):
             # A view of extent e * n at offset c * n from the tensor's start is slice c // e of
             # the tensor cut in pieces of e * n (the offset a multiple of the extent); so with
             # numbers (a configuration in which n folded).
@@ -6495,7 +6502,7 @@ def h_make_tensor(it, args, kwargs, node):
                 return replace(ptr, is_ptr=False, slice=(extent, ptr.offset // (n[2] * e)))
             if not ptr.inexact and ptr.offset == 0:
                 return replace(ptr, is_ptr=False, slice=(extent, 0))
-        return replace(ptr, is_ptr=False)
+        return replace(ptr, is_ptr=False, view=True)
     return Unknown("tensor")
 
 

@@ -188,6 +188,10 @@ class Gmem:
     # Elements [c * n, (c + 1) * n) of the tensor, as (n, c): accesses through the view and the
     # pointers derived from it stay in it, so different slices are different regions (P16).
     slice: Optional[tuple] = None
+    # A view of the tensor (`local_tile`, a partition, `make_tensor` on its iterator): it may start
+    # anywhere in the tensor, so an offset from it is not an offset from the tensor's start and
+    # no slice is made on it.
+    view: bool = dc_field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
