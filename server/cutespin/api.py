@@ -356,7 +356,10 @@ def iter_check(text: str, path: str, settings: Settings, token: Optional[CancelT
         if token is not None and token.cancelled:
             raise Cancelled()
         budget = _budget_reasons(k) if _default_bound(k) else None
-        kr = _at_smaller_bounds(k, budget, text, path, settings, tools, token, lines) if budget else None
+        # No search ran at the default bound: the first smaller bound gets the first search's
+        # share, and a model that is complete there is the result even without a verdict.
+        kr = _at_smaller_bounds(k, budget, text, path, settings, tools, token, lines,
+                                first_share=FIRST_SEARCH_SHARE, keep_complete=True) if budget else None
         if kr is None and _may_retry(k):
             # The time bound covers the retries too (see _at_smaller_bounds).
             kr = run_kernel(k, settings.with_overrides(timeout=settings.timeout * FIRST_SEARCH_SHARE), tools,
@@ -406,7 +409,8 @@ def _budget_reasons(k) -> Optional[str]:
     return "the kernel is not fully modeled: " + "; ".join(sorted({u.why for u in primary}))
 
 
-def _at_smaller_bounds(k, why: str, text: str, path: str, settings: Settings, tools, token, lines):
+def _at_smaller_bounds(k, why: str, text: str, path: str, settings: Settings, tools, token, lines,
+                       first_share: float = RETRY_SEARCH_SHARE, keep_complete: bool = False):
     """A kernel cut short at the *default* loop bound (`why`): the search ran out of time or
     memory, the model is over the size limit, or the front end ran out of budget. It is checked
     again at smaller bounds, each search with a share of the time bound: first at bound 1 (the
@@ -414,30 +418,37 @@ def _at_smaller_bounds(k, why: str, text: str, path: str, settings: Settings, to
     left, at half the default bound. A counterexample ends the search; otherwise the largest bound
     that reached a verdict is the result, with an assumption that says what was cut short
     (docs/policies.md P9). None when no smaller bound gives a verdict (the caller keeps its own
-    result). A bound the user chose (setting or `loop` pin) is never changed."""
+    result), except with `keep_complete` (the default bound's model is not complete: the front
+    end ran out of budget): then a smaller bound's complete model whose search was cut short is
+    the result, inconclusive, so the report names the search's limit rather than a budget a
+    smaller bound already relieved. A bound the user chose (setting or `loop` pin) is never
+    changed."""
     bound = k.bounds.get("loop")
     start = time.monotonic()
-    best = None
+    best = complete = None
+    share = first_share
     for b in sorted({1, max(1, bound // 2)}):
         if token is not None and token.cancelled:
             raise Cancelled()
-        if b > 1 and (best is None or time.monotonic() - start > settings.timeout * (1 - 2 * RETRY_SEARCH_SHARE)):
+        if b > 1 and (best is None or time.monotonic() - start > settings.timeout * (1 - share - RETRY_SEARCH_SHARE)):
             break  # nothing verified at bound 1, or no time left for another front end and search
         smaller = settings.with_overrides(loop_bound=b)
         m = next(iter(build_models(text, path, smaller, only=k.qualname)), None)
         if m is None or m.unmodeled:
             continue
-        got = run_kernel(m, smaller.with_overrides(timeout=settings.timeout * RETRY_SEARCH_SHARE), tools, token,
-                         lines)
-        if got.verdict == "inconclusive":
-            continue
+        got = run_kernel(m, smaller.with_overrides(timeout=settings.timeout * share), tools, token, lines)
+        share = RETRY_SEARCH_SHARE
         got.assumptions.append(f"at the default loop bound {bound} the check was cut short ({why}); "
-                               f"this verdict is for runtime loops of at most {b} trips")
+                               f"this {'result' if got.verdict == 'inconclusive' else 'verdict'} is for runtime "
+                               f"loops of at most {b} trips")
         got.model.loop_chosen = False
+        if got.verdict == "inconclusive":
+            complete = complete or got
+            continue
         best = got
         if got.verdict != "verified":
             break  # a counterexample at a smaller bound is one at the default bound too
-    return best
+    return best or (complete if keep_complete else None)
 
 
 def check_source(text: str, path: str, settings: Settings, token: Optional[CancelToken] = None,

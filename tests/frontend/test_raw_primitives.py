@@ -590,7 +590,7 @@ for i in cutlass.range(mA.shape[0]):
     assert len({a for a in allocs if a.startswith("one")}) == 1, allocs  # one allocation reused by the runtime loop
 
 
-def staged_gemm(mma_stage: str = "s", block_scale: bool = False) -> str:
+def staged_gemm(mma_stage: str = "s", block_scale: bool = False, a_operand: str = "desc") -> str:
     """frost's GEMM shape: A tiles in one `STAGES * n` array, the MMA descriptor built once at its
     start and advanced by whole stages in bytes, the accumulator a plain TMEM address, the full
     barriers reached through a `cute.make_ptr` base plus the stage."""
@@ -620,7 +620,7 @@ else:
 """.replace("@MMA@", (
         "prims.tcgen05_mma_block_scale(prims.Tcgen05MMAKind.MXF8F6F4, prims.CTAGroup.CTA_1, acc_addr, desc, desc, "
         "idesc, k > 0, acc_addr + 256, acc_addr + 260)") if block_scale else
-        "prims.tcgen05_mma(prims.Tcgen05MMAKind.F16, prims.CTAGroup.CTA_1, acc_addr, desc, desc, idesc, k > 0)"))
+        f"prims.tcgen05_mma(prims.Tcgen05MMAKind.F16, prims.CTAGroup.CTA_1, acc_addr, {a_operand}, desc, idesc, k > 0)"))
 
 
 def test_a_descriptor_advanced_by_whole_stages_reads_that_stage(require_spin):
@@ -638,6 +638,16 @@ def test_a_block_scaled_mma_on_raw_tmem_is_the_mma_with_its_scale_reads_covered(
     r = check(src)
     assert r.verdict == "verified"
     assert any("scale-factor reads are taken as covered" in a for a in r.assumptions), r.assumptions
+
+
+def test_an_a_operand_in_tmem_a_subview_of_a_raw_pointer_is_the_whole_tensor_memory(require_spin):
+    """frost's `mma_ts_step`: A in TMEM, `make_tmem_ptr(base + col, dtype).subview(k * advance)`."""
+    src = staged_gemm(a_operand="prims.make_tmem_ptr(acc_addr + 128, cutlass.Float16).subview(k * 8)")
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+    assert any("raw TMEM pointer" in a for a in r.assumptions), r.assumptions
 
 
 def test_an_mma_reading_the_next_stage_races_with_its_load(require_spin):
@@ -781,6 +791,49 @@ def test_frost_barrier_objects_with_a_wrong_parity_deadlock(require_spin):
     r = check(frost_barrier_ring(consumer_parity="((k // RING) & 1) ^ 1"))
     assert r.verdict == "counterexample", r.reason
     assert any(f.code == "CS101" for f in r.findings), [f.message for f in r.findings]
+
+
+def frost_named_tuple_bars(consumer_parity: str = "(k // RING) & 1") -> str:
+    """cuDNN frost's SDPA backward: the barrier rings in a `NamedTuple`, initialized by index
+    (`bars[i][stage].init()` over `len(bars)`), read by field, by unpacking and by iteration."""
+    return kernel(f"""\
+def alloc(n):
+    return cutlass.Array(cutlass.Int64, n, space=SMEM)
+bars = Bars(Ring(alloc(RING), RING), Ring(alloc(RING), RING))
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp == 0:
+    if prims.elect_sync():
+        for i in cutlass.range_constexpr(len(bars)):
+            for stage in cutlass.range_constexpr(bars[i].stages):
+                bars[i][stage].init(1)
+prims.fence_mbarrier_init()
+prims.barrier_cta_sync(0)
+n = mA.shape[0]
+full, empty = bars
+if warp == 0:
+    for k in cutlass.range(n):
+        bars[-1][k % RING].wait(((k // RING) & 1) ^ 1)
+        if prims.elect_sync():
+            full[k % RING].arrive()
+else:
+    for k in cutlass.range(n):
+        for ring in bars:
+            if ring.base_ptr is not empty.base_ptr:
+                ring[k % RING].wait({consumer_parity})
+        if prims.elect_sync():
+            bars.empty[k % RING].arrive()
+""", top="from typing import NamedTuple\n" + FROST_BARRIER + "\n\nclass Bars(NamedTuple):\n    full: Ring\n    empty: Ring\n")
+
+
+def test_barrier_rings_in_a_named_tuple_are_followed_by_index(require_spin):
+    src = frost_named_tuple_bars()
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    inits = [op for p in m.processes for op in ir.walk(p.variants[-1]) if isinstance(op, ir.MbInit)]
+    assert len(inits) == 4, inits  # two rings of two stages, each initialized through `bars[i][stage]`
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+    assert check(frost_named_tuple_bars(consumer_parity="((k // RING) & 1) ^ 1")).verdict == "counterexample"
 
 
 def test_a_try_statement_around_synchronization_is_unmodeled():

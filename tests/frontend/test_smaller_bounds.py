@@ -113,6 +113,40 @@ def test_a_kernel_over_the_interpretation_budget_is_checked_at_a_smaller_bound(m
     assert chosen.verdict == "inconclusive" and any("interpretation steps" in u.why for u in chosen.unmodeled)
 
 
+def test_over_the_budget_a_complete_model_at_a_smaller_bound_is_the_result_without_a_verdict(
+        monkeypatch, require_spin):
+    """The front end ran out of budget at the default bound, and bound 1's complete model is cut
+    short by the search's time bound: the result is that model, inconclusive for the search's
+    reason (not the budget a smaller bound relieved), and the first retry has the first search's
+    share of the time bound (no search ran at the default bound)."""
+    path = SAMPLES / "umma_2cta_pair_ok.py"
+    at_one, interp = _steps_needed(path, 1)
+    at_three, _ = _steps_needed(path, 3)
+    monkeypatch.setattr(interp, "MAX_KERNEL_STEPS", (at_one + at_three) // 2)
+    bounds = _time_bound_above(0, monkeypatch)
+    timeouts = []
+    real_run = api.run_kernel
+
+    def run_kernel(k, settings, *a, **kw):
+        timeouts.append(settings.timeout)
+        return real_run(k, settings, *a, **kw)
+
+    monkeypatch.setattr(api, "run_kernel", run_kernel)
+    kr = api.check_source(path.read_text(), str(path), Settings(timeout=10), with_fixes=False).kernels[0]
+    assert bounds == [1] and timeouts == [10 * api.FIRST_SEARCH_SHARE]
+    assert kr.verdict == "inconclusive" and kr.bounds["loop"] == 1 and not kr.unmodeled, (kr.verdict, kr.reason)
+    assert "time bound" in kr.reason
+    assert any("default loop bound 3 the check was cut short (the kernel is not fully modeled" in a
+               and "this result is for runtime loops of at most 1 trips" in a for a in kr.assumptions)
+    # A search cut short at the default bound keeps its own (complete) model when no smaller
+    # bound reaches a verdict either.
+    monkeypatch.setattr(interp, "MAX_KERNEL_STEPS", 10 ** 9)
+    monkeypatch.setattr(api, "CACHE", api._ResultCache())
+    bounds.clear()
+    kr = api.check_source(path.read_text(), str(path), Settings(), with_fixes=False).kernels[0]
+    assert bounds == [3, 1] and kr.verdict == "inconclusive" and kr.bounds["loop"] == 3
+
+
 def test_only_budgets_and_what_they_left_unknown_are_worth_a_smaller_bound():
     from cutespin import ir
     from cutespin.frontend import build_models

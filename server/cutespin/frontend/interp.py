@@ -1412,6 +1412,8 @@ class KernelInterp:
             self.env[target.value] = value
         elif isinstance(target, (cst.Tuple, cst.List)):
             elems = [e.value for e in target.elements]
+            if _is_named_tuple(value):
+                value = _named_tuple_values(value)
             if isinstance(value, (tuple, list)) and len(value) == len(elems):
                 for e, v in zip(elems, value):
                     self.assign(e, v, node)
@@ -2162,6 +2164,8 @@ class KernelInterp:
                                           start_node=it.args[0].value if len(args) >= 2 else None)
         if values is None:
             seq = self.eval(it)
+            if _is_named_tuple(seq):
+                seq = _named_tuple_values(seq)
             if isinstance(seq, (tuple, list)):
                 values = list(seq)
             else:
@@ -2898,6 +2902,8 @@ class KernelInterp:
         if isinstance(base, (Smem, Gmem)):
             return self.access(base, write=False, node=node, index=node)
         idx = self.eval_index(node)
+        if _is_named_tuple(base):
+            base = _named_tuple_values(base)  # `bars[i]` of frost's `Bars(NamedTuple)`: its i-th field
         if isinstance(base, (tuple, list)) and _is_int(idx):
             try:
                 return base[idx]
@@ -3407,7 +3413,7 @@ class KernelInterp:
             # hand on with `**` (cuDNN's sm120 MXFP8 prefill)
             return {**(args[0] if args else {}), **kwargs}
         if name.startswith("cute.") or name.startswith(PURE_PREFIXES) or name in BUILTIN_PURE:
-            result = _builtin(name, args)
+            result = _builtin(name, [_named_tuple_values(a) if _is_named_tuple(a) else a for a in args])
             if isinstance(result, Unknown) and name in UNIFORM_PURE and not kwargs:
                 # A pure function of uniform arguments is uniform.
                 return Unknown(result.why, key=_combine("call", name, *[_term(a) for a in args]))
@@ -3487,6 +3493,11 @@ class KernelInterp:
                 return Unknown("TMEM value")
             if meth in ("data_ptr", "iterator", "align", "toint") or _view_name(meth):
                 return base
+            if meth == "subview":
+                # A TMEM pointer `k` columns on (frost's MMA A operand `tmem_a_base.subview(k *
+                # advance)`): where it lands is not tracked, so it is the CTA's whole tensor memory,
+                # as a raw TMEM address is (primitives.TMEM_RAW): it meets every TMEM access.
+                return _primitives.h_make_tmem_ptr(self, args, kwargs, node)
             return Unknown(f"{meth} of tensor memory")
         if isinstance(base, Rmem):
             if meth == "load":
@@ -4324,6 +4335,20 @@ def _is_property(fn_node) -> bool:
 def _is_struct_class(node) -> bool:
     """A `@cute.struct` class (a shared-memory layout, not a record of values)."""
     return any(_dotted_name(d.decorator).split(".")[-1] == "struct" for d in node.decorators)
+
+
+def _is_named_tuple(v) -> bool:
+    """A Record of a `typing.NamedTuple` class: a tuple of its fields, in their order."""
+    return isinstance(v, Record) and isinstance(v.cls, ClassRef) and _named_tuple_class(v.cls)
+
+
+def _named_tuple_class(cref: ClassRef) -> bool:
+    return any(_dotted_name(b.value).endswith("NamedTuple") for c in (cref,) + tuple(cref.bases) for b in c.node.bases)
+
+
+def _named_tuple_values(rec: Record) -> tuple:
+    """The fields of a NamedTuple record in declaration order (`construct` binds every field)."""
+    return tuple(rec.attrs[name] for name, _ in _record_fields(rec.cls) if name in rec.attrs)
 
 
 def _record_fields(cref: ClassRef):
