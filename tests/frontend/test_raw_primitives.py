@@ -701,6 +701,37 @@ def test_a_parity_wrong_on_one_side_of_a_uniform_branch_deadlocks(require_spin):
     assert any(f.code == "CS101" for f in r.findings), [f.message for f in r.findings]
 
 
+def phase_over_many_uniform_branches(start: int = 0, branches: int = 5) -> str:
+    """A parity flipped on one side of each of five CTA-uniform branches and used only after the
+    last: as one select its term grows past the size limit before anything reads it."""
+    conds = "\n".join(f"c{i} = mA.shape[{i % 3}] * {i + 2} > mA.shape[{(i + 1) % 3}] + {i + 7}"
+                      for i in range(branches))
+    producer = "\n".join(f"    if c{i}:\n        if prims.elect_sync():\n            prims.mbarrier_arrive(full.subview(0))"
+                         for i in range(branches))
+    consumer = "\n".join(f"    if c{i}:\n        phase = phase ^ 1" for i in range(branches))
+    return kernel(RING_SETUP + conds + f"""
+if warp == 0:
+{producer}
+    if prims.elect_sync():
+        prims.mbarrier_arrive(full.subview(0))
+else:
+    phase = cutlass.Int32({start})
+{consumer}
+    while not prims.mbarrier_try_wait_parity(full.subview(0), phase):
+        pass
+""")
+
+
+def test_a_parity_past_the_term_size_limit_still_splits_on_its_conditions(require_spin):
+    src = phase_over_many_uniform_branches()
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    assert len(m.configs) == 32, len(m.configs)  # each of the five conditions a configuration
+    assert check(src).verdict == "verified"
+    r = check(phase_over_many_uniform_branches(start=1))
+    assert r.verdict == "counterexample" and any(f.code == "CS101" for f in r.findings), r.reason
+
+
 FROST_BARRIER = """
 from dataclasses import dataclass, replace
 

@@ -1872,12 +1872,18 @@ class KernelInterp:
             # fails there where it is None, so it keeps the object (as a variable bound on one side
             # does).
             return objects[0]
+        why = f"differs between the branches at line {self.span(node).line}"
         if select is not None and len(vals) == 2:
             terms = [_term(v) for v in vals]
             if None not in terms:
-                return Unknown(f"differs between the branches at line {self.span(node).line}",
-                               key=_combine("select", "branch", select, *terms))
-        return Unknown(f"differs between the branches at line {self.span(node).line}")
+                key = _combine("select", "branch", select, *terms)
+                if key is not None:
+                    return Unknown(why, key=key)
+                # Past the size limit: the conditions it selected on are kept for its uses.
+                return Unknown(why, pending=_pending_of([select], terms))
+            if all(t is not None or _pending(v) for v, t in zip(vals, terms)):
+                return Unknown(why, pending=_pending_of([select], terms, [_pending(v) for v in vals]))
+        return Unknown(why)
 
     def merge_lane_envs(self, env_then, env_else, tmask):
         merged = {}
@@ -3914,6 +3920,11 @@ class KernelInterp:
         self.bufs_per_stage` with `bufs_per_stage = 2 if is_layernorm else 1` set by the host):
         the condition is a configuration of its own (P14), and in each configuration the index is
         the number it selects. Any other unknown index is left as it is."""
+        if v.key is None and v.pending:
+            # A select that grew past the size limit: each of its conditions becomes a
+            # configuration (in which its branch folds and the value is known).
+            self.split_on(v.pending, node)
+            return v
         conds = _select_conditions(v.key)
         if not conds:
             return v
@@ -3928,6 +3939,18 @@ class KernelInterp:
                         (self.span(node).line, self.code(node))
                     self.ctx.splits.setdefault(slot(c), site)
         return v
+
+    def split_on(self, conds, node) -> None:
+        """Make each uniform condition in `conds` (branch keys) a configuration of its own, for
+        the next round of build_kernel's runs (P14), unless this configuration fixes it."""
+        if self.ctx.splits is None:
+            return
+        for c in conds:
+            slot = self.cond_slot(c)
+            if slot not in self.ctx.conds:
+                site = self.registry.branch_sites.get(slot) or self.registry.host_sites.get(c) or \
+                    (self.span(node).line, self.code(node))
+                self.ctx.splits.setdefault(slot, site)
 
     def select_class(self, v, node):
         """A package class the host chose on uniform conditions (flash-attn's `self.TileScheduler =
@@ -7578,10 +7601,29 @@ def _unknown_binop(op, a, b):
     if op is operator.mul and _is_int(a) and a == 1:
         return b
     first = a if isinstance(a, Unknown) else b
-    arms = _select_of_numbers(op, _term(a), _term(b))
+    ka, kb = _term(a), _term(b)
+    arms = _select_of_numbers(op, ka, kb)
     if arms is not None:
         return arms[2] if arms[0] == "k" else Unknown(first.why, key=arms)
-    return Unknown(first.why, key=_combine("op", _op_name(op), _term(a), _term(b)))
+    key = _combine("op", _op_name(op), ka, kb)
+    if key is None and (_pending(a) or _pending(b) or _select_conditions(ka) or _select_conditions(kb)):
+        # `phase ^ 1` of a select past the size limit: the same conditions decide it.
+        return Unknown(first.why, pending=_pending_of((), (ka, kb), (_pending(a), _pending(b))))
+    return Unknown(first.why, key=key)
+
+
+def _pending(v) -> tuple:
+    return v.pending if isinstance(v, Unknown) and v.key is None else ()
+
+
+def _pending_of(conds=(), terms=(), pendings=()) -> tuple:
+    """The uniform conditions (branch keys) a value past the term size limit depends on: `conds`,
+    the select conditions inside `terms`, and earlier pending tuples, without repeats."""
+    out: list = []
+    for c in list(conds) + [c for t in terms for c in _select_conditions(t)] + [c for p in pendings for c in p]:
+        if c is not None and c not in out:
+            out.append(c)
+    return tuple(out)
 
 
 def _select_of_numbers(op, ka, kb, depth: int = 0):

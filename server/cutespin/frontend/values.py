@@ -35,6 +35,11 @@ class Unknown:
     # A vector a `load_ext(ptr, dtype=t, count=n)` returned: (t, n), so that storing it writes n
     # elements of type t (interp `_prim_access`).
     vector: Any = field(default=None, compare=False, hash=False)
+    # A value that was a select on uniform conditions until its term grew past the size limit
+    # (a phase advanced on one side of each of several branches): those conditions' branch keys,
+    # so that a use needing the number (a parity, an index) can still make each a configuration
+    # of its own, where the branches fold and the value is known (interp `select_index`).
+    pending: Any = field(default=(), compare=False, hash=False)
 
     def __bool__(self):  # pragma: no cover - guard against accidental truthiness
         raise TypeError("Unknown has no truth value")
