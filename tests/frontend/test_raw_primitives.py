@@ -620,7 +620,8 @@ else:
 """.replace("@MMA@", (
         "prims.tcgen05_mma_block_scale(prims.Tcgen05MMAKind.MXF8F6F4, prims.CTAGroup.CTA_1, acc_addr, desc, desc, "
         "idesc, k > 0, acc_addr + 256, acc_addr + 260)") if block_scale else
-        f"prims.tcgen05_mma(prims.Tcgen05MMAKind.F16, prims.CTAGroup.CTA_1, acc_addr, {a_operand}, desc, idesc, k > 0)"))
+        f"prims.tcgen05_mma(prims.Tcgen05MMAKind.F16, prims.CTAGroup.CTA_1, acc_addr, {a_operand}, desc, idesc, "
+        "k > 0)"))
 
 
 def test_a_descriptor_advanced_by_whole_stages_reads_that_stage(require_spin):
@@ -706,8 +707,8 @@ def phase_over_many_uniform_branches(start: int = 0, branches: int = 5) -> str:
     last: as one select its term grows past the size limit before anything reads it."""
     conds = "\n".join(f"c{i} = mA.shape[{i % 3}] * {i + 2} > mA.shape[{(i + 1) % 3}] + {i + 7}"
                       for i in range(branches))
-    producer = "\n".join(f"    if c{i}:\n        if prims.elect_sync():\n            prims.mbarrier_arrive(full.subview(0))"
-                         for i in range(branches))
+    arrive = "        if prims.elect_sync():\n            prims.mbarrier_arrive(full.subview(0))"
+    producer = "\n".join(f"    if c{i}:\n{arrive}" for i in range(branches))
     consumer = "\n".join(f"    if c{i}:\n        phase = phase ^ 1" for i in range(branches))
     return kernel(RING_SETUP + conds + f"""
 if warp == 0:
@@ -853,7 +854,10 @@ else:
                 ring[k % RING].wait({consumer_parity})
         if prims.elect_sync():
             bars.empty[k % RING].arrive()
-""", top="from typing import NamedTuple\n" + FROST_BARRIER + "\n\nclass Bars(NamedTuple):\n    full: Ring\n    empty: Ring\n")
+""", top="from typing import NamedTuple\n" + FROST_BARRIER + NAMED_TUPLE_BARS)
+
+
+NAMED_TUPLE_BARS = "\n\nclass Bars(NamedTuple):\n    full: Ring\n    empty: Ring\n"
 
 
 def test_barrier_rings_in_a_named_tuple_are_followed_by_index(require_spin):

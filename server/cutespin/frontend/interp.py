@@ -7606,8 +7606,10 @@ def _unknown_binop(op, a, b):
     if arms is not None:
         return arms[2] if arms[0] == "k" else Unknown(first.why, key=arms)
     key = _combine("op", _op_name(op), ka, kb)
-    if key is None and (_pending(a) or _pending(b) or _select_conditions(ka) or _select_conditions(kb)):
-        # `phase ^ 1` of a select past the size limit: the same conditions decide it.
+    decided = all(k is not None or _pending(v) for k, v in ((ka, a), (kb, b)))
+    if key is None and decided and (_pending(a) or _pending(b) or _select_conditions(ka) or _select_conditions(kb)):
+        # `phase ^ 1` of a select past the size limit: the same conditions decide it (when the
+        # other operand is uniform too).
         return Unknown(first.why, pending=_pending_of((), (ka, kb), (_pending(a), _pending(b))))
     return Unknown(first.why, key=key)
 
