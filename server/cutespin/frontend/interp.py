@@ -3932,12 +3932,7 @@ class KernelInterp:
         value = _eval_term(v.key, lambda c: self.ctx.conds.get(slot(c), self.facts.get(c)))
         if value is not None:
             return value
-        if self.ctx.splits is not None:
-            for c in conds:
-                if slot(c) not in self.ctx.conds:
-                    site = self.registry.branch_sites.get(slot(c)) or self.registry.host_sites.get(c) or \
-                        (self.span(node).line, self.code(node))
-                    self.ctx.splits.setdefault(slot(c), site)
+        self.split_on(conds, node)
         return v
 
     def split_on(self, conds, node) -> None:
@@ -3963,12 +3958,7 @@ class KernelInterp:
         arm = _select_arm(v.key, lambda c: self.ctx.conds.get(slot(c), self.facts.get(c)))
         if arm is not None:
             return arm[2]
-        if self.ctx.splits is not None:
-            for c in _select_conditions(v.key):
-                if slot(c) not in self.ctx.conds:
-                    site = self.registry.branch_sites.get(slot(c)) or self.registry.host_sites.get(c) or \
-                        (self.span(node).line, self.code(node))
-                    self.ctx.splits.setdefault(slot(c), site)
+        self.split_on(_select_conditions(v.key), node)
         return v
 
     def kernel_stages(self):
