@@ -673,11 +673,43 @@ def _abstract(v, depth: int = 0):
         return (type(v).__name__, v)
     if isinstance(v, Unknown):
         return ("U", v.key)
-    if isinstance(v, (FuncRef, ModuleRef)):
+    if isinstance(v, FuncRef):
+        return ("F", v.qualname, id(v.closure) if v.closure is not None else None)
+    if isinstance(v, ModuleRef):
         return ("F", v.qualname)
     if isinstance(v, tuple) and depth < 4:
         return tuple(_abstract(x, depth + 1) for x in v)
     raise _NoKey
+
+
+class Frame:
+    """One run of a function body (the kernel's, an inlined helper's): what a function defined
+    inside it reads from it, as a Python closure does. While the body runs the interpreter's own
+    `env` is its live environment; `env` here is the one it had when it last called out, or when
+    it returned. `parent` is the frame the function itself was defined in. `tag` names a frame of
+    import-time code (a module constant's `make_helpers(CFG)`): its names are the same for every
+    thread and, once it returned, never change."""
+
+    __slots__ = ("env", "parent", "tag", "done")
+
+    def __init__(self, parent: Optional["Frame"] = None, tag: Optional[str] = None):
+        self.env: dict = {}
+        self.parent = parent
+        self.tag = tag
+        self.done = False
+
+
+@functools.lru_cache(maxsize=None)
+def _names_read(fn_node) -> frozenset:
+    """Every name a function's body mentions (a superset of the free names it reads)."""
+    names = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n):
+            names.add(n.value)
+
+    fn_node.body.visit(V())
+    return frozenset(names)
 
 
 def _memo_key(fn: "FuncRef", args, kwargs):
@@ -1174,6 +1206,9 @@ class KernelInterp:
         # folded index names an element (`access`). Set by run_body.
         self.element_params: frozenset = frozenset()
         self.lambda_depth = 0
+        self.frame = Frame()  # the function body running now (closures read the frames they were defined in)
+        self.const_tag: Optional[str] = None  # the module constant being computed at import, if any
+        self.const_frames = 0  # frames that computation made so far (their tags)
         self.anchored_spans: dict = {}  # (helper span, anchor) -> the span with that anchor (span)
 
     # ---------------------------------------------------------------- helpers
@@ -1323,7 +1358,7 @@ class KernelInterp:
             self.exec_with(stmt)
         elif isinstance(stmt, cst.FunctionDef):
             here = self.info if self.info is not self.root_info else None
-            self.env[stmt.name.value] = FuncRef(stmt.name.value, stmt, module=here)
+            self.env[stmt.name.value] = FuncRef(stmt.name.value, stmt, module=here, closure=self.frame)
         elif isinstance(stmt, cst.ClassDef):
             kind = "struct" if _is_struct_class(stmt) else "class"
             self.env[stmt.name.value] = ModuleRef(f"<local {kind} {stmt.name.value}>")
@@ -2567,8 +2602,9 @@ class KernelInterp:
 
     def eval_Name(self, node):
         name = node.value
-        if name in self.env:
-            value = self.env[name]
+        env = self.env if name in self.env else self.closure_env(self.frame.parent, name)
+        if env is not None:
+            value = env[name]
             if isinstance(value, Unknown) and name in self.ctx.trips and name not in self.registry.strided_bounds:
                 # A runtime value that bounds a loop somewhere (`for k in range(k_tile_cnt)`) has
                 # that loop's trip count in this configuration everywhere it is read, so
@@ -2603,6 +2639,38 @@ class KernelInterp:
                                  f"taken to be {DEFAULT_STAGES} stages")
             return DEFAULT_STAGES
         return Unknown(f"name {name}")
+
+    def frame_env(self, frame: Frame) -> dict:
+        return self.env if frame is self.frame else frame.env
+
+    def closure_env(self, frame: Optional[Frame], name: str) -> Optional[dict]:
+        """The environment a closure finds `name` in: the frame it was defined in, then that
+        frame's own defining frame, and so on (None: a module-level name)."""
+        while frame is not None:
+            env = self.frame_env(frame)
+            if name in env:
+                return env
+            frame = frame.parent
+        return None
+
+    def closure_reads(self, fn: FuncRef) -> tuple[dict, dict]:
+        """The names a closure reads from the functions it is nested in: for what it computes
+        they are arguments like the ones it is called with. Returns their values now, and the
+        stand-ins that fix them for memo and uniform terms: a name of a returned import-time frame
+        (a helper factory's `CFG`) stands for itself, being the same in every thread and never
+        changing again, whatever its value; any other name stands for its value."""
+        values, stand_ins = {}, {}
+        for name in sorted(_names_read(fn.node)) if fn.closure is not None else ():
+            frame = fn.closure
+            while frame is not None and name not in self.frame_env(frame):
+                frame = frame.parent
+            if frame is None:
+                continue
+            key = f"<closure {name}>"
+            values[key] = self.frame_env(frame)[name]
+            stand_ins[key] = Unknown(f"closure {name}", key=_leaf("closure", f"{frame.tag}.{name}")) \
+                if frame.done and frame.tag is not None else values[key]
+        return values, stand_ins
 
     def ref(self, qualname: str):
         """What an imported dotted name denotes: a helper or class of the package (parsed from its
@@ -2692,12 +2760,17 @@ class KernelInterp:
         key = (id(module), name)
         if key not in self.const_memo:
             saved_out, self.out = self.out, []  # import-time code issues nothing on the GPU
+            # Frames of helpers it calls are named after it, counted in the order it makes them:
+            # the same in every warp, whichever warp first reads the constant.
+            saved_tag, self.const_tag = (self.const_tag, self.const_frames), f"{module.name or module.path}.{name}"
+            self.const_frames = 0
             try:
                 value = evaluate()
             except (Unsupported, _Return, RecursionError):
                 value = Unknown(f"module constant {name}")
             finally:
                 self.out = saved_out
+                self.const_tag, self.const_frames = saved_tag
             if type(value) is Unknown and value.key is None:
                 # Computed on the host at import: one value for every thread (P14).
                 value = Unknown(value.why, key=_leaf("const", f"{module.name or module.path}.{name}"))
@@ -3657,10 +3730,11 @@ class KernelInterp:
         one nested too deeply is cut, which is kept only if the outer call emitted nothing."""
         if fn.node in self.no_inline:
             return Unknown("kernel launch")
-        plain = _plain_helper(fn, args, kwargs)
+        free, free_keys = self.closure_reads(fn)
+        plain = _plain_helper(fn, args, {**kwargs, **free})
         module, project = fn.module or self.root_info, self.root_info.project
         callables = _plain_callable_params(fn, args, kwargs, module, project) if plain else frozenset()
-        if plain and _only_unknowns(args, kwargs, self.tmem_ld_dests) and \
+        if plain and _only_unknowns(args, {**kwargs, **free}, self.tmem_ld_dests) and \
                 _calls_only_plain_code(fn.node, module, project=project, plain_params=callables):
             # Register math on values the interpreter does not know (a Philox round, a rounding
             # routine): it cannot emit anything and its result stays unknown; skip it.
@@ -3677,7 +3751,7 @@ class KernelInterp:
             # per element under `const_expr(isinstance(x, TensorSSA))`, which does not fold): it
             # names no synchronization, gets no memory and sets no attribute.
             return Unknown(f"result of {fn.qualname}")
-        key = _memo_key(fn, args, kwargs) if plain else None
+        key = _memo_key(fn, args, {**kwargs, **free_keys}) if plain else None
         if key is None:
             if self.depth > MAX_HELPER_DEPTH:
                 raise Unsupported("helper calls nested too deeply")
@@ -3689,7 +3763,7 @@ class KernelInterp:
                     (not fn.bound_self or _uniform_self(self.self_obj)):
                 # A helper that emitted nothing: a function of its arguments (and of the kernel
                 # object's uniform attributes), like a plain one.
-                result = uniform_helper_result(fn, args, kwargs, result)
+                result = uniform_helper_result(fn, args, {**kwargs, **free_keys}, result)
             return result
         reads0 = self.identity_reads
         if key in self.helper_memo:
@@ -3706,7 +3780,7 @@ class KernelInterp:
         if self.out is out0 and not _has_effect(self.out[n0:]):
             del self.out[n0:]  # runtime branches that turned out empty
             if self.identity_reads == reads0:
-                result = uniform_helper_result(fn, args, kwargs, result)
+                result = uniform_helper_result(fn, args, {**kwargs, **free_keys}, result)
             self.helper_memo[key] = result
         elif self.helper_cuts != cuts0:
             raise Unsupported(f"helper `{fn.qualname}` recurses and synchronizes or touches memory")
@@ -3746,6 +3820,12 @@ class KernelInterp:
             named = set(names) | {p.name.value for p in params.kwonly_params}
             env[params.star_kwarg.name.value] = {k: v for k, v in kwargs.items() if k not in named}
         self.env = env
+        caller, caller.env = self.frame, saved_env
+        tag = None
+        if self.const_tag is not None:
+            self.const_frames += 1
+            tag = f"{self.const_tag}#{self.const_frames}"
+        self.frame = Frame(parent=fn.closure, tag=tag)
         self.depth += 1
         self.active_helpers.append(fn.node)
         self.call_sites.append(self.span(node).line)
@@ -3767,6 +3847,7 @@ class KernelInterp:
             self.active_helpers.pop()
             self.call_sites.pop()
             site = self.site_key(node)
+            self.frame.env, self.frame.done, self.frame = self.env, True, caller
             self.env = saved_env
             self.owner, self.outer_name = saved_owner, saved_outer
         if fn.qualname.rsplit(".", 1)[-1] in WORK_TILE_METHODS:
@@ -6879,6 +6960,29 @@ def h_type(it, args, kwargs, node):
     return it.unknown_call("type", args, kwargs, node)
 
 
+def h_getattr(it, args, kwargs, node):
+    """`getattr(obj, "name"[, default])` with a folded name on a package record: what `obj.name`
+    reads, and the default where `obj` is a dataclass or NamedTuple record whose class declares no
+    such field, method or constant (cuDNN's `getattr(CFG, "THD_VARLEN", 0)` on a configuration
+    class that never had the flag). Such a record binds every declared field when it is built
+    (`construct`), so a name it lacks is one Python would not find either. Anything else is the
+    generic unknown call."""
+    if len(args) in (2, 3) and isinstance(args[1], str) and not kwargs and \
+            isinstance(args[0], Record) and isinstance(args[0].cls, ClassRef):
+        rec, attr = args[0], args[1]
+        if attr in rec.attrs:
+            return rec.attrs[attr]
+        got = it.class_attribute(rec.cls, attr)
+        declared = not (isinstance(got, ModuleRef) and got.qualname.startswith("<class "))
+        if declared and not isinstance(got, (FuncRef, ModuleRef, LibraryCreate)):
+            return got  # a class-level constant
+        if not declared and len(args) == 3 and _record_fields(rec.cls) is not None and not any(
+                it.project.find_method(rec.cls, m) if it.project is not None else _own_method(rec.cls, m)
+                for m in ("__init__", "__getattr__", "__getattribute__")):
+            return args[2]
+    return it.unknown_call("getattr", args, kwargs, node)
+
+
 def h_hasattr(it, args, kwargs, node):
     """`hasattr(x, "llvm_ptr")` on a buffer or pointer the model tracks: False, so the helper takes
     its plain-pointer path (`x + n`, `x`), which the model follows and which names the same
@@ -6963,7 +7067,7 @@ CALLS: dict = {
     "arch.store_async_dsmem": h_store_async_dsmem,
     "SmemAllocator": h_allocator, "Array": h_array, "globals": h_globals, "const_expr": h_const_expr, "print": h_printf,
     "functools.partial": h_partial, "cutlass_dsl.if_generate": h_if_generate, "if_generate": h_if_generate,
-    "isinstance": h_isinstance, "hasattr": h_hasattr, "type": h_type,
+    "isinstance": h_isinstance, "hasattr": h_hasattr, "getattr": h_getattr, "type": h_type,
     "pipeline.CooperativeGroup": P.h_cooperative_group, "pipeline.make_pipeline_state": P.h_make_state,
     "pipeline.MbarrierArray": P.h_mbarrier_array,
     "pipeline.PipelineState": P.h_pipeline_state, "arch.issue_clc_query": P.h_issue_clc_query, "arch.clc_response": P.h_clc_response, "cute.nvgpu.tcgen05.commit": P.h_tcgen05_commit,

@@ -303,6 +303,9 @@ class FuncRef:
     module: Any = field(default=None, compare=False, hash=False)
     bound: Any = field(default=None, compare=False, hash=False)
     owner: Any = field(default=None, compare=False, hash=False)  # the ClassRef a method came from
+    # A function defined inside another one (a helper factory's closures, a kernel's local
+    # helper): the interp `Frame` of the call it was defined in, whose names it reads.
+    closure: Any = field(default=None, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
