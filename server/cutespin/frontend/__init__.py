@@ -21,6 +21,11 @@ from .values import (FULL_MASK, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET, CtaGroupOp
                      TmaAtom, TmaInfo, Unknown)
 
 DEFAULT_LOOP_BOUND = 3
+# Trips of each runtime loop in the discovery run, which finds the loops (and the uniform
+# conditions) the configurations vary: one trip reaches every loop but those only a later trip of
+# an enclosing loop reaches, which every configuration then runs at the bound (stated). The
+# configurations themselves take every count up to the bound.
+DISCOVERY_TRIPS = 1
 # The default bound 2 x stages + 1 is capped here: the model of a runtime loop holds one copy of
 # the loop per trip count (quadratic in the bound), so a 64-stage ring's 129 trips only ever gave
 # "model too large", after a minute of unrolling; at 33 it is checked (within that bound).
@@ -2119,14 +2124,15 @@ def _first_run(run_all, discovered: dict, ctas: int, bound: int, registry):
     trace raises there after a compile-time condition took a loop bound's value, smaller counts
     of those bounds are tried, so that the loops are still found; the last try records the
     failure as unmodeled."""
-    tries = [None] + list(range(bound - 1, 0, -1))
+    found_with = min(bound, DISCOVERY_TRIPS)
+    tries = [None] + [t for t in range(bound, 0, -1) if t != found_with]
     i = 0
     while i < len(tries):
         t = tries[i]
         before = dict(registry.unmodeled)
         trips = {} if t is None else {text: t for text in registry.const_bounds}
         try:
-            first = run_all(trips, discovered, ctas, strict=i < len(tries) - 1)
+            first = run_all(trips, discovered, ctas, strict=i < len(tries) - 1, discovering=True)
         except I.NotCompiled:
             registry.unmodeled.clear()
             registry.unmodeled.update(before)
@@ -2135,10 +2141,20 @@ def _first_run(run_all, discovered: dict, ctas: int, bound: int, registry):
             continue
         if t is not None:
             registry.assume(f"the kernel's trace raises when the runtime loop bound "
-                            f"{', '.join(f'`{x}`' for x in sorted(trips))} takes {bound} trips (a compile-time check "
-                            f"on it): the loops were found with {t}")
+                            f"{', '.join(f'`{x}`' for x in sorted(trips))} takes {found_with} trip{'s' if found_with != 1 else ''} (a compile-time "
+                            f"check on it): the loops were found with {t}")
         return first, trips
     raise I.Unsupported("no trip count traces")  # not reached: the last try records the failure
+
+
+def _reuse_discovery(first, discovered: dict, registry, run_warps) -> list:
+    """The configuration of the discovery run's trip counts, from that run: each warp's own run,
+    unless it read a loop bound before the loop was met (the configuration knows its value from
+    the start), which is run again (`run_warps(pairs)`)."""
+    redo = {(cta, w) for cta, w, it in first
+            if it.early_reads & set(discovered) or it.early_keys & set(registry.bound_terms)}
+    fresh = {(cta, w): it for cta, w, it in run_warps(redo)} if redo else {}
+    return [(cta, w, fresh.get((cta, w), it)) for cta, w, it in first]
 
 
 def _compiled_configs(configs, run_config, registry):
@@ -2322,15 +2338,23 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
 
     splits: dict = {}  # uniform conditions whose sides advance a pipeline state differently
 
-    def run_all(trips, discovered, ctas_now, conds=None, strict=False):
+    late: dict = {}  # runtime loops the discovery run did not meet (a loop's later trips reach them)
+
+    def run_all(trips, discovered, ctas_now, conds=None, strict=False, discovering=False, only=None):
         """Every warp of every CTA in one configuration. `strict`: a trace that raises after a
         compile-time condition took a loop bound's trip count (`_raised_at_a_trip_count`) is
-        raised, so that the caller can leave the configuration out."""
+        raised, so that the caller can leave the configuration out. `discovering`: the discovery
+        run, every runtime loop at DISCOVERY_TRIPS trips, filling `discovered`; in the other
+        runs a loop it did not meet goes into `late`. `only`: just these (CTA, warp) pairs."""
+        met: dict = discovered if discovering else {}
         procs = []
         for cta in range(ctas_now):
             for w in range(warps):
-                ctx = I.WarpContext(cta, w, cluster, ctas_now, threads, trips, bound, discovered,
-                                    dict(conds or {}), splits, env.block_dims, env.block_shape_unknown)
+                if only is not None and (cta, w) not in only:
+                    continue
+                ctx = I.WarpContext(cta, w, cluster, ctas_now, threads, trips,
+                                    min(bound, DISCOVERY_TRIPS) if discovering else bound, met,
+                                    dict(conds or {}), splits, env.block_dims, env.block_shape_unknown, discovering)
                 self_copy = _kernel_self(env.self_obj)
                 it = I.KernelInterp(info, ctx, self_copy, methods, dict(env.params), registry)
                 try:
@@ -2346,9 +2370,13 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
                 except RecursionError:
                     registry.add_unmodeled(ir.Unmodeled(def_span.line, "kernel body", "nesting too deep"))
                 procs.append((cta, w, it))
+        for text, line in met.items():
+            if not discovering and text not in found_loops:
+                late.setdefault(text, line)
         return procs
 
     discovered: dict = {}
+    found_loops = discovered  # what run_all compares a later run's loops with
     unmodeled0 = dict(registry.unmodeled)
     try:
         first, first_trips = _first_run(run_all, discovered, ctas, bound, registry)
@@ -2364,7 +2392,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         registry.enum_ordered.clear()
         registry.shared_sites.clear()
         try:
-            first = run_all(first_trips, discovered, ctas)
+            first = run_all(first_trips, discovered, ctas, discovering=True)
         except I.Unsupported:
             return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
     uses_flags = any(isinstance(op, (I.RawFlagWait, I.RawFlagUpdate)) for _, _, it in first for op in ir.walk(it.out))
@@ -2374,7 +2402,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         if want != ctas:
             ctas = want
             try:
-                first = run_all(first_trips, discovered, ctas)
+                first = run_all(first_trips, discovered, ctas, discovering=True)
             except I.Unsupported:  # the interpretation budget, now over more CTAs
                 return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
         registry.assume("CTAs that spin on a GMEM flag written by another CTA are co-resident")
@@ -2417,12 +2445,23 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
                     registry.add_unmodeled(ir.Unmodeled(def_span.line, "kernel body", _not_compiled_text(e)))
                 raise
         else:
-            runs = [run_all(c.trips, {}, ctas) for c in configs]
+            # The discovery run is the configuration of DISCOVERY_TRIPS trips when it read no
+            # loop bound before meeting its loop (P9): that configuration is not run again.
+            at_discovery = {text: min(bound, DISCOVERY_TRIPS) for text in discovered}
+            reuse = not first_trips and not decided
+            runs = [_reuse_discovery(first, discovered, registry, lambda only: run_all(c.trips, {}, ctas, only=only))
+                    if reuse and c.trips == at_discovery and not c.conds else run_all(c.trips, {}, ctas)
+                    for c in configs]
         configs, runs = _split_uniform_conditions(configs, runs, splits, registry, unmodeled0,
                                                   lambda c: run_all(c.trips, {}, ctas, c.conds), bound)
     except I.Unsupported:
         return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
 
+    for text, line in late.items():
+        # Reached only past the first trip of another loop (`if k > 0:` around it): every
+        # configuration runs it at the bound; its own trip count is not varied.
+        registry.assume(f"runtime loop bound `{text}` (line {line}) is met only past the first trip of an enclosing "
+                        f"loop: it takes {bound} trips in every configuration")
     for run in runs:
         mark_dead_paths(run)
         unstage_mixed_schemes(run)

@@ -913,6 +913,9 @@ class WarpContext:
     splits: Optional[dict] = None
     block_dims: Optional[tuple] = None  # KernelEnv.block_dims
     block_shape_unknown: bool = False  # KernelEnv.block_shape_unknown
+    # The discovery run: every runtime loop at the discovery trip count, a bound's name read as
+    # that count once its loop was met (`eval_Name`), as that configuration reads it throughout.
+    discovering: bool = False
 
 
 # Library constants that arrival counts are computed from.
@@ -1206,6 +1209,10 @@ class KernelInterp:
         # folded index names an element (`access`). Set by run_body.
         self.element_params: frozenset = frozenset()
         self.lambda_depth = 0
+        # Names (eval_Name) and uniform terms (bound_value) a discovery run read as unknown: if one
+        # turns out to bound a loop, this warp's run differs from the configuration's.
+        self.early_reads: set = set()
+        self.early_keys: set = set()
         self.frame = Frame()  # the function body running now (closures read the frames they were defined in)
         self.const_tag: Optional[str] = None  # the module constant being computed at import, if any
         self.const_frames = 0  # frames that computation made so far (their tags)
@@ -2549,6 +2556,8 @@ class KernelInterp:
         except TypeError:  # an unhashable term
             return v
         if found is None:
+            if self.ctx.discovering:
+                self.early_keys.add(v.key)
             return v
         text, first, st = found
         self.registry.const_bounds.add(text)
@@ -2605,14 +2614,23 @@ class KernelInterp:
         env = self.env if name in self.env else self.closure_env(self.frame.parent, name)
         if env is not None:
             value = env[name]
-            if isinstance(value, Unknown) and name in self.ctx.trips and name not in self.registry.strided_bounds:
+            if isinstance(value, Unknown) and name not in self.registry.strided_bounds:
                 # A runtime value that bounds a loop somewhere (`for k in range(k_tile_cnt)`) has
                 # that loop's trip count in this configuration everywhere it is read, so
                 # `min(1, k_tile_cnt)` and `range(prologue, k_tile_cnt)` agree with the loop. Not
                 # the bound of a grid-stride loop or a while loop's condition: its trips are not
                 # its value.
-                first, st = self.registry.bound_lines.get(name, (0, 1))
-                return first + self.ctx.trips[name] * st
+                trips = self.ctx.trips.get(name)
+                if trips is None and self.ctx.discovering:
+                    if name in self.ctx.discovered:
+                        trips = self.ctx.trip_bound
+                    else:  # if its loop comes later, this warp's run is not the configuration's
+                        self.early_reads.add(name)
+                if trips is not None:
+                    if self.in_const_expr:  # a compile-time check on the trip count (`bound_value`)
+                        self.registry.const_bounds.add(name)
+                    first, st = self.registry.bound_lines.get(name, (0, 1))
+                    return first + trips * st
             return value
         if name == "self" and self.self_obj is not None:
             return self.self_obj
