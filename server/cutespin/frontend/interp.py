@@ -712,6 +712,11 @@ def _names_read(fn_node) -> frozenset:
     return frozenset(names)
 
 
+def _is_record_field(node) -> bool:
+    """`name.attr`: how a loop spells a bound that is a field of a record variable."""
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)
+
+
 def _memo_key(fn: "FuncRef", args, kwargs):
     try:
         return (id(fn.node), fn.qualname, tuple(_abstract(a) for a in args),
@@ -1957,7 +1962,7 @@ class KernelInterp:
     def loop_values(self, node, bound_node, start, stop, step, start_node=None):
         """The loop index values for `range(start, stop, step)`; runtime bounds are trip counts."""
         if start_node is not None and not _is_int(start) and not isinstance(start, LaneVal) and _is_int(stop) \
-                and not isinstance(stop, bool) and step in (1, -1):
+                and not isinstance(stop, bool) and step in (1, -1) and not self.configured_bound(self.code(bound_node)):
             # `range(n - 2, -1, -1)` (cuDNN's block-sparse attention walks its list backwards):
             # the end is known, so T trips start at `stop - step * T` and every index is known;
             # the start's name takes the value that makes it so (`n = T + 1`), as a stop's does.
@@ -2017,6 +2022,12 @@ class KernelInterp:
         st = step if _is_int(step) and step else 1
         if _positive_stride(step) is not None:
             self.registry.strided_bounds.add(text)
+        if _is_record_field(bound_node) and _positive_stride(step) is None and \
+                (_is_int(start) or isinstance(start, Unknown) and start.key is not None):
+            # `range(bounds.left, bounds.right)` of a record the package's helper returned (cuDNN
+            # SDPA's KV loop bounds): the field reads as `first + trips * step` in every warp
+            # (`loop_bound_read`), the start taken to be 0 when it is not known (stated below).
+            self.registry.bound_lines.setdefault(text, (first, st))
         if isinstance(bound_node, cst.Name) and _positive_stride(step) is None:
             # Later comparisons against the bound see its value in this configuration. (With a
             # runtime step the bound is not `start + trips * step`: `loop_decided` compares
@@ -2613,25 +2624,7 @@ class KernelInterp:
         name = node.value
         env = self.env if name in self.env else self.closure_env(self.frame.parent, name)
         if env is not None:
-            value = env[name]
-            if isinstance(value, Unknown) and name not in self.registry.strided_bounds:
-                # A runtime value that bounds a loop somewhere (`for k in range(k_tile_cnt)`) has
-                # that loop's trip count in this configuration everywhere it is read, so
-                # `min(1, k_tile_cnt)` and `range(prologue, k_tile_cnt)` agree with the loop. Not
-                # the bound of a grid-stride loop or a while loop's condition: its trips are not
-                # its value.
-                trips = self.ctx.trips.get(name)
-                if trips is None and self.ctx.discovering:
-                    if name in self.ctx.discovered:
-                        trips = self.ctx.trip_bound
-                    else:  # if its loop comes later, this warp's run is not the configuration's
-                        self.early_reads.add(name)
-                if trips is not None:
-                    if self.in_const_expr:  # a compile-time check on the trip count (`bound_value`)
-                        self.registry.const_bounds.add(name)
-                    first, st = self.registry.bound_lines.get(name, (0, 1))
-                    return first + trips * st
-            return value
+            return self.loop_bound_read(name, env[name])
         if name == "self" and self.self_obj is not None:
             return self.self_obj
         if name in ("True", "False", "None"):
@@ -2657,6 +2650,33 @@ class KernelInterp:
                                  f"taken to be {DEFAULT_STAGES} stages")
             return DEFAULT_STAGES
         return Unknown(f"name {name}")
+
+    def configured_bound(self, text: str) -> bool:
+        """Whether `text` bounds a runtime loop whose trip count this run fixes (a stop that reads
+        as a number only for that reason: `range(b.left, b.right)` is still that loop)."""
+        return text in self.ctx.trips or self.ctx.discovering and text in self.ctx.discovered
+
+    def loop_bound_read(self, text: str, value):
+        """A runtime value that bounds a loop somewhere (`for k in range(k_tile_cnt)`, `range(
+        bounds.left, bounds.right)`) has that loop's trip count in this configuration everywhere
+        it is read, so `min(1, k_tile_cnt)` and `range(prologue, k_tile_cnt)` agree with the loop,
+        and so does `(bounds.right - 1) & 1` in a warp that never runs it. Not the bound of a
+        grid-stride loop or a while loop's condition: its trips are not its value. `text`: the
+        name, or `name.attr`, as the loop spells its bound."""
+        if not isinstance(value, Unknown) or isinstance(value, LaneVal) or text in self.registry.strided_bounds:
+            return value
+        trips = self.ctx.trips.get(text)
+        if trips is None and self.ctx.discovering:
+            if text in self.ctx.discovered:
+                trips = self.ctx.trip_bound
+            else:  # if its loop comes later, this warp's run is not the configuration's
+                self.early_reads.add(text)
+        if trips is None:
+            return value
+        if self.in_const_expr:  # a compile-time check on the trip count (`bound_value`)
+            self.registry.const_bounds.add(text)
+        first, st = self.registry.bound_lines.get(text, (0, 1))
+        return first + trips * st
 
     def frame_env(self, frame: Frame) -> dict:
         return self.env if frame is self.frame else frame.env
@@ -2848,6 +2868,8 @@ class KernelInterp:
             return self.class_attribute(base, attr)
         if isinstance(base, Record):
             if attr in base.attrs:
+                if isinstance(node.value, cst.Name) and isinstance(base.attrs[attr], Unknown):
+                    return self.loop_bound_read(f"{node.value.value}.{attr}", base.attrs[attr])
                 return base.attrs[attr]
             if base.cls is None:  # a SimpleNamespace: only what it was built with
                 return Unknown(f"attribute {attr}")
@@ -3509,6 +3531,8 @@ class KernelInterp:
             # `dict(k_sf_stage=buf, ...)`: keyword arguments a helper returns for its caller to
             # hand on with `**` (cuDNN's sm120 MXFP8 prefill)
             return {**(args[0] if args else {}), **kwargs}
+        if name in ("min", "max") and kwargs:
+            return Unknown(f"result of {name}")  # `max(roots, key=...)` picks an item, not the largest number
         if name.startswith("cute.") or name.startswith(PURE_PREFIXES) or name in BUILTIN_PURE:
             result = _builtin(name, [_named_tuple_values(a) if _is_named_tuple(a) else a for a in args])
             if isinstance(result, Unknown) and name in UNIFORM_PURE and not kwargs:
@@ -7639,7 +7663,8 @@ def _builtin(name, args):
             return len(args[0])
         if name in ("min", "max") and args and all(_is_int(a) for a in _flat(args)):
             vals = list(_flat(args))
-            return min(vals) if name == "min" else max(vals)
+            if vals:  # of nothing it raises: left unknown, as a value the interpreter lost
+                return min(vals) if name == "min" else max(vals)
         if name in ("int", "abs") and args and _is_int(args[0]):
             return abs(args[0]) if name == "abs" else int(args[0])
         if name == "sum" and args and isinstance(args[0], (tuple, list)) and all(_is_int(a) for a in args[0]):
