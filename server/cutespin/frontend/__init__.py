@@ -2140,8 +2140,9 @@ def _first_run(run_all, discovered: dict, ctas: int, bound: int, registry):
                 i += 1  # else the same count again, for the bounds this try met first
             continue
         if t is not None:
+            counted = f"{found_with} trip" + ("s" if found_with != 1 else "")
             registry.assume(f"the kernel's trace raises when the runtime loop bound "
-                            f"{', '.join(f'`{x}`' for x in sorted(trips))} takes {found_with} trip{'s' if found_with != 1 else ''} (a compile-time "
+                            f"{', '.join(f'`{x}`' for x in sorted(trips))} takes {counted} (a compile-time "
                             f"check on it): the loops were found with {t}")
         return first, trips
     raise I.Unsupported("no trip count traces")  # not reached: the last try records the failure
