@@ -347,8 +347,8 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
                        f"barrier before its initialisation was fenced with mbarrier_init_fence(); the peer may "
                        f"arrive on an uninitialised barrier")
             elif sub == "reinit":
-                msg = (f"barrier initialised twice: {role} {what} on a live barrier (more than one warp or lane "
-                       f"initialises it); re-initialising a live mbarrier is undefined behaviour")
+                msg = (f"barrier initialised twice: {role} {what} on a live barrier (already arrived on, or "
+                       f"initialised with another count); re-initialising a live mbarrier is undefined behaviour")
             else:
                 msg = (f"barrier used before initialisation: {role} {what} can run before mbarrier_init is "
                        f"fenced and synchronised (mbarrier_init_fence + sync_threads / cluster barrier)")

@@ -103,14 +103,25 @@ def test_over_arrival_is_an_overrun(require_spin):
 
 
 def test_double_initialisation_and_use_before_init_are_init_findings(require_spin):
+    # Every warp's elected lane initialises the barrier, and warp 0 arrives on it before the CTA
+    # barrier: warp 1's init can come after that arrival and wipe it.
     double = kernel_source("""\
 bar = cutlass.utils.SmemAllocator().allocate_array(cutlass.Int64, num_elems=1)
 with cute.arch.elect_one():
-    cute.arch.mbarrier_init(bar, 1)
+    cute.arch.mbarrier_init(bar, 2)
+if cute.arch.warp_idx() == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_arrive(bar)
 cute.arch.sync_threads()
 """)
     kr = check(double)
-    assert [f.kind for f in kr.findings] == ["init"]
+    assert [(f.kind, f.span.line) for f in kr.findings] == [("init", line_of(double, "mbarrier_init(bar, 2)"))]
+    assert "initialised twice" in kr.findings[0].message
+    # The same inits with nothing between them and the CTA barrier write the same bytes.
+    identical = double.replace("        if cute.arch.warp_idx() == 0:\n            with cute.arch.elect_one():\n"
+                               "                cute.arch.mbarrier_arrive(bar)\n", "")
+    assert "mbarrier_arrive" not in identical
+    assert check(identical).verdict == "verified"
     early = kernel_source("""\
 bar = cutlass.utils.SmemAllocator().allocate_array(cutlass.Int64, num_elems=1)
 warp_idx = cute.arch.warp_idx()

@@ -673,8 +673,13 @@ class Lowering:
 
         if isinstance(op, ir.MbInit):
             b = op.bar.index
-            stmts = [f"assert(mb_in[{b}] == 0)", f"mb_in[{b}] = 1", f"mb_p[{b}] = {op.count}", f"mb_t[{b}] = 0",
-                     f"mb_ph[{b}] = 0"]
+            # Initialising it again is undefined unless nothing has touched it since an identical
+            # init (every thread initialising every barrier before the CTA barrier, as cuDNN's
+            # frost kernels do): same count, no arrival, no transaction, no phase completed, so
+            # the second init writes the bytes that are already there (P8).
+            untouched = f"(mb_p[{b}] == {op.count} && mb_t[{b}] == 0 && mb_ph[{b}] == 0)"
+            stmts = [f"assert(mb_in[{b}] == 0 || {untouched})", f"mb_in[{b}] = (mb_in[{b}] > 0 -> mb_in[{b}] : 1)",
+                     f"mb_p[{b}] = {op.count}", f"mb_t[{b}] = 0", f"mb_ph[{b}] = 0"]
             if b in self.init_slot:
                 stmts.append(f"mb_e[{self.init_slot[b]}] = {op.count}")
             self.inited_by.setdefault(pi, set()).add(b)
