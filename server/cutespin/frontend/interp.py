@@ -712,6 +712,21 @@ def _names_read(fn_node) -> frozenset:
     return frozenset(names)
 
 
+def _unchanging(v) -> bool:
+    """A value nothing can change in place: a number, string, function or class, an unknown, a
+    tuple of such, or a record of a frozen dataclass or NamedTuple (a plain record's attributes
+    can be set after the factory returned, so its name does not fix its value)."""
+    if v is None or isinstance(v, (bool, int, float, str, FuncRef, ModuleRef, ClassRef, DType, Unknown)):
+        return True
+    if isinstance(v, tuple):
+        return all(_unchanging(x) for x in v)
+    if isinstance(v, Record) and isinstance(v.cls, ClassRef):
+        frozen = any("dataclass" in _dotted_name(d.decorator) and "frozen=True" in cst.Module([]).code_for_node(d)
+                     for d in v.cls.node.decorators)
+        return (frozen or _named_tuple_class(v.cls)) and all(_unchanging(x) for x in v.attrs.values())
+    return False
+
+
 def _is_record_field(node) -> bool:
     """`name.attr`: how a loop spells a bound that is a field of a record variable."""
     return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)
@@ -2707,7 +2722,7 @@ class KernelInterp:
             key = f"<closure {name}>"
             values[key] = self.frame_env(frame)[name]
             stand_ins[key] = Unknown(f"closure {name}", key=_leaf("closure", f"{frame.tag}.{name}")) \
-                if frame.done and frame.tag is not None else values[key]
+                if frame.done and frame.tag is not None and _unchanging(values[key]) else values[key]
         return values, stand_ins
 
     def ref(self, qualname: str):
