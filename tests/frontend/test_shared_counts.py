@@ -175,4 +175,47 @@ def test_a_ring_index_advanced_on_one_side_of_a_uniform_branch_stays_known_over_
     k = _check(RING.replace("TRIPS", "120"), extra_class=RING_HELPERS)
     assert not k.unmodeled, [u.why for u in k.unmodeled]
     assert k.verdict == "verified", (k.reason, [f.message for f in k.findings])
-    assert any("`mA.shape[0] > 0`" in a and "configuration of its own" in a for a in k.assumptions), k.assumptions
+    assert any("`mA.shape[0] > 0`" in a and "taken on each of its sides" in a for a in k.assumptions), k.assumptions
+
+
+SKEW = """\
+smem = cutlass.utils.SmemAllocator()
+full = smem.allocate_array(cutlass.Int64, num_elems=1)
+empty = smem.allocate_array(cutlass.Int64, num_elems=1)
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(full, 1)
+        cute.arch.mbarrier_init(empty, 1)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+p_phase = 0
+c_phase = 0
+for t in cutlass.range(mA.shape[1], unroll=1):
+    if mA.shape[0] > t:
+        self.hand_over(warp, full, empty, 0, p_phase)
+        FLIP
+    self.hand_over(warp, full, empty, 0, c_phase if warp == 1 else p_phase)
+    p_phase ^= 1
+    c_phase ^= 1
+"""
+
+
+def test_a_phase_advanced_on_one_side_of_a_uniform_branch_in_a_loop_is_waited_on_per_side(require_spin):
+    # Each trip's condition is a uniform value of its own: the parities after it are selects,
+    # waited on inside one model (a branch on the same condition) rather than one configuration
+    # per trip. Both roles' phases advance with the extra hand-over: verified.
+    k = _check(SKEW.replace("FLIP", "p_phase ^= 1\n        c_phase ^= 1"), extra_class=RING_HELPERS)
+    assert not k.unmodeled, [u.why for u in k.unmodeled]
+    assert k.verdict == "verified", (k.reason, [f.message for f in k.findings])
+    assert any("`mA.shape[0] > t`" in a and "taken on each of its sides" in a for a in k.assumptions), k.assumptions
+
+
+def test_a_phase_only_the_producer_advances_is_caught_on_that_side(require_spin):
+    # The consumer's phase misses the extra hand-over: it waits on a parity already complete.
+    k = _check(SKEW.replace("FLIP", "p_phase ^= 1"), extra_class=RING_HELPERS)
+    assert not k.unmodeled, [u.why for u in k.unmodeled]
+    assert k.verdict == "counterexample", k.reason
+    assert [f.code for f in k.findings] == ["CS101"]
+    assert any("`if` side" in step.what for f in k.findings for step in f.steps), [
+        step.what for f in k.findings for step in f.steps]

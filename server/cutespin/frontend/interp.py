@@ -40,6 +40,9 @@ from .values import (
 MBARRIER_MAX = (1 << 20) - 1
 MAX_UNROLL = 256
 MAX_HELPER_DEPTH = 16  # nested helper calls inlined (quack's top-k: 9 levels of sort helpers)
+# Conditions a number chosen on uniform conditions is branched on where a wait needs it
+# (select_alternatives): 2**n sides at most.
+MAX_SELECT_CONDITIONS = 4
 MAX_OPS = 20000
 MAX_STEPS = 60000  # statements interpreted for one warp in one trip-count configuration
 MAX_KERNEL_STEPS = 400_000  # statements interpreted for a whole kernel: all warps, all trip counts
@@ -1760,6 +1763,8 @@ class KernelInterp:
         if any(outs) or (returned or partial or continued) and slots:
             compile_time = "" if shared is None or not _is_const_expr_test(node) else \
                 "build" if _free_build_choice(key) else "unknown"
+            if shared is not None:
+                self.registry.branch_kinds.setdefault(self.cond_slot(key), compile_time)
             self.emit(ir.Choice(self.span(node), outs, shared, swapped, enum, compile_time))
         if not returned and not partial and not continued:
             return
@@ -4073,6 +4078,64 @@ class KernelInterp:
         self.split_on(conds, node)
         return v
 
+    def select_alternatives(self, v: Unknown, node, emit_leaf) -> bool:
+        """A number chosen on uniform conditions (a phase flipped inside `if has_tile:` and not
+        outside it) used where the model needs a number: `emit_leaf(n)` for each number it may
+        be, inside a branch on the conditions that select it, which every warp of the CTA
+        decides alike (the same `uc` / `ue` as the branches that set the value, P14). Conditions
+        this configuration or an enclosing branch decides are not branched on. False (nothing
+        emitted) when the value is no such select, or has more than MAX_SELECT_CONDITIONS."""
+        conds = list(dict.fromkeys(_strip_not(c)[0] for c in _select_conditions(v.key)))
+        if not conds or len(conds) > MAX_SELECT_CONDITIONS:
+            return False
+        slot = self.cond_slot
+
+        def value_of(assigned):
+            def taken(c):
+                base, negated = _strip_not(c)
+                t = assigned.get(base)
+                if t is None:
+                    t = self.ctx.conds.get(slot(base), self.facts.get(base))
+                return None if t is None else bool(t) != negated
+            return _eval_term(v.key, taken)
+
+        def sides(assigned) -> Optional[list]:
+            """The ops for the values under `assigned`, or None where some value is no number."""
+            n = value_of(assigned)
+            if n is not None:
+                saved, self.out = self.out, []
+                try:
+                    emit_leaf(n)
+                    return self.out
+                finally:
+                    self.out = saved
+            open_ = [c for c in conds if c not in assigned and
+                     self.ctx.conds.get(slot(c), self.facts.get(c)) is None]
+            if not open_:
+                return None
+            c = open_[0]
+            alts = [sides({**assigned, c: side}) for side in (True, False)]
+            if None in alts:
+                return None
+            if alts[0] == alts[1]:
+                return alts[0]
+            line = self.span(node).line
+            return [ir.Choice(self.span(node), alts, self.registry.shared_condition(*slot(c), line), False,
+                              self.registry.enum_condition(*slot(c)), self.registry.branch_kinds.get(slot(c), ""))]
+
+        ops = sides({})
+        if ops is None:
+            return False
+        for op in ops:
+            self.emit(op)
+        for c in conds:
+            site = self.registry.branch_sites.get(slot(c))
+            if site is not None and any(isinstance(o, ir.Choice) for o in ops):
+                self.registry.assume(f"the runtime condition `{site[1]}` (line {site[0]}) is the same for every "
+                                     f"thread of the CTA (P14): a parity or index it selects is taken on "
+                                     f"each of its sides, as the branch took them")
+        return True
+
     def split_on(self, conds, node) -> None:
         """Make each uniform condition in `conds` (branch keys) a configuration of its own, for
         the next round of build_kernel's runs (P14), unless this configuration fixes it."""
@@ -4243,12 +4306,16 @@ class KernelInterp:
             return
         if isinstance(parity, LaneVal):
             parity = parity.uniform()
+        span, mask = self.span(node), self.mask
+        if isinstance(parity, Unknown) and not isinstance(parity, LaneVal) and \
+                self.select_alternatives(parity, node, lambda p: self.emit(RawWait(span, bar, p & 1, mask))):
+            return  # a phase flipped on one side of a uniform branch: the wait on each side's parity
         if isinstance(parity, Unknown) and not isinstance(parity, LaneVal):
-            parity = self.select_index(parity, node)  # a phase flipped on one side of a uniform branch
+            parity = self.select_index(parity, node)  # past select_alternatives: configurations
         if not _is_int(parity):
             self.unmodeled(node, "mbarrier wait", f"the parity is not known ({getattr(parity, 'why', 'runtime value')})")
             return
-        self.emit(RawWait(self.span(node), bar, int(parity) & 1, self.mask))
+        self.emit(RawWait(span, bar, int(parity) & 1, mask))
 
     def emit_flag_wait(self, fr: FlagRead, cmp: str, value: int, node):
         self.emit(RawFlagWait(self.span(node), fr.flag, cmp, value, fr.sem, fr.scope, self.mask))
@@ -4641,6 +4708,7 @@ class Registry:
         self.enum_ordered: list = []  # term number -> compared by order (`v < c`) somewhere
         self.shared_sites: list = []  # number -> (cta, line of the first site that evaluated it)
         self.branch_sites: dict = {}  # (cta, uniform condition term) -> (line, text) of its `if`
+        self.branch_kinds: dict = {}  # (cta, uniform condition term) -> its Choice's compile_time
         self.host_sites: dict = {}  # uniform condition term -> (line, text) of the host's `if` on it
         self.data_atomics: dict = {}  # relaxed atomics not taken as flag updates (see _data_atomic)
         # Global loads and stores through addresses that did not resolve to a kernel argument
@@ -7459,6 +7527,14 @@ def _positive_stride(step) -> Optional[dict]:
            and v > 0 for t, v in lin.items()):
         return lin
     return None
+
+
+def _strip_not(key) -> tuple:
+    """A condition term without its `not`s, and whether they negate it."""
+    negated = False
+    while isinstance(key, tuple) and len(key) == 4 and key[0] == "not":
+        key, negated = key[3], not negated
+    return key, negated
 
 
 def _select_conditions(key) -> list:
