@@ -382,6 +382,10 @@ class Choice(Op):
     # Alternatives no compiled kernel takes: after a `return` decided at trace time, the paths
     # that went on reached a `raise` (frontend `mark_dead_paths`). Lowered with a `false` guard.
     dead: tuple = ()
+    # (line, text) of the runtime branch whose side this one follows, when it is no `if` of the
+    # source: a wait or pipeline method on a phase or state the branch left differing between
+    # its sides runs once per side, on the side that branch took (select_alternatives).
+    follows: tuple = ()
 
 
 @dataclass

@@ -513,3 +513,60 @@ def test_an_operand_of_and_fixed_by_the_configuration_short_circuits():
             assert not chosen  # both syncs run unconditionally
         else:
             assert all(o.shared is not None for o in chosen), chosen
+
+
+COMPOUND = """\
+if warp_idx == 0:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+    if mA.shape[0] > 4 and mA.shape[1] > 4:
+        pipe.producer_acquire(st)
+        pipe.producer_commit(st)
+        st.advance()
+    pipe.producer_acquire(st)
+    pipe.producer_commit(st)
+    st.advance()
+    pipe.producer_tail(st)
+if warp_idx == 1:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+    if CONSUMER_CONDITION:
+        pipe.consumer_wait(st)
+        pipe.consumer_release(st)
+        st.advance()
+    pipe.consumer_wait(st)
+    pipe.consumer_release(st)
+"""
+
+
+def test_a_state_advanced_under_a_compound_uniform_condition_is_selected_per_side():
+    # flash-attn's `if has_k_tile and m_block_count > 0:` around a tile's pipeline steps: after
+    # the branch the state is one side's or the other's. The methods on it run once per side, in
+    # a branch that follows the condition's own (one model, no configuration per condition).
+    m = build(COMPOUND.replace("CONSUMER_CONDITION", "mA.shape[0] > 4 and mA.shape[1] > 4"))
+    assert not m.unmodeled, m.unmodeled
+    assert len(m.configs) == 1
+    p0 = next(p for p in m.processes if p.warp == 0)
+    follows = [o for o in ir.walk(p0.variants[0]) if isinstance(o, ir.Choice) and o.follows]
+    assert follows and follows[0].follows == (29, "mA.shape[0] > 4 and mA.shape[1] > 4"), follows
+    sides = [waits(alt) for alt in follows[0].alternatives]
+    assert sides[0][0] == ("pipe.empty[1]", 1) and sides[1][0] == ("pipe.empty[0]", 1), sides
+    shared = {o.shared for o in ir.walk(p0.variants[0]) if isinstance(o, ir.Choice)}
+    assert len(shared) == 1, shared  # the branch and the ones that follow it: one condition
+
+
+def test_roles_that_advance_under_the_same_compound_condition_are_verified(require_spin):
+    from cutespin import api
+    src = kernel_source(PIPE + COMPOUND.replace("CONSUMER_CONDITION", "mA.shape[0] > 4 and mA.shape[1] > 4"))
+    kr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    assert not kr.unmodeled, kr.unmodeled
+    assert kr.verdict == "verified", (kr.verdict, kr.reason, [f.message for f in kr.findings])
+
+
+def test_a_consumer_that_advances_under_another_condition_deadlocks(require_spin):
+    from cutespin import api
+    src = kernel_source(PIPE + COMPOUND.replace("CONSUMER_CONDITION", "mA.shape[0] > 4 and mA.shape[2] > 4"))
+    kr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    assert not kr.unmodeled, kr.unmodeled
+    assert kr.verdict == "counterexample", (kr.verdict, kr.reason)
+    assert "CS101" in [f.code for f in kr.findings], [f.message for f in kr.findings]
+    steps = [s.what for f in kr.findings for s in f.steps]
+    assert any("follows the" in s and "mA.shape[0] > 4 and mA.shape[1] > 4" in s for s in steps), steps

@@ -1610,7 +1610,7 @@ class _Converter:
                                    id_text=op.id_text)
         if isinstance(op, ir.Choice):
             return ir.Choice(op.span, [self.convert(alt) for alt in op.alternatives], op.shared,
-                             op.swapped, op.enum, op.compile_time, op.dead)
+                             op.swapped, op.enum, op.compile_time, op.dead, op.follows)
         return op
 
 

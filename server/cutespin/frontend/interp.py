@@ -1842,11 +1842,22 @@ class KernelInterp:
             if all(c == copies[0] for c in copies):
                 orig.assign(copies[0])
                 continue
+            if key is not None and len(copies) == 2 and not any(c.unknown for c in copies) \
+                    and enum_parts(key) is None:
+                # A CTA-uniform condition: the state is one side's or the other's, chosen as the
+                # branch chose (P14); its methods run once per side (each_state_alternative).
+                # (A comparison of one value with constants stays a configuration: the values
+                # it may take are limited there, e.g. to a runtime loop's indices.)
+                joined = P.selected(key, copies[0], copies[1])
+                if len(joined.conditions()) <= MAX_SELECT_CONDITIONS:
+                    orig.assign(joined)
+                    continue
             differ = True
             why = f"advanced differently on the sides of the runtime condition at line {line}"
             if key is None:
                 why += " (a condition that may differ between warps)"
             orig.assign(copies[0])
+            orig.alts = None
             orig.unknown = orig.unknown or why
         if back:
             for env in envs:
@@ -3619,10 +3630,18 @@ class KernelInterp:
         if isinstance(base, (P.MbarArray, P.BarrierArray)):
             return P.mbar_method(self, base, meth, args, kwargs, node)
         if isinstance(base, (P.Pipeline, P.TmaStorePipeline, P.OrderPipeline)):
+            st = P.state_in(args, kwargs)
+            if st is not None and st.alts is not None and not st.unknown:
+                return self.each_state_alternative(st, lambda: P.method(self, base, meth, args, kwargs, node), node)
             return P.method(self, base, meth, args, kwargs, node)
         if isinstance(base, P.PipeState):
+            if base.alts is not None and meth != "clone":
+                return self.each_state_alternative(base, lambda: P.state_method(self, base, meth, args, node), node)
             return P.state_method(self, base, meth, args, node)
         if isinstance(base, P.Participant):
+            if base.state.alts is not None and not base.state.unknown and meth != "clone":
+                return self.each_state_alternative(
+                    base.state, lambda: P.participant_method(self, base, meth, args, kwargs, node), node)
             return P.participant_method(self, base, meth, args, kwargs, node)
         if isinstance(base, P.Handle):
             return P.handle_method(self, base, meth, node)
@@ -4119,9 +4138,7 @@ class KernelInterp:
                 return None
             if alts[0] == alts[1]:
                 return alts[0]
-            line = self.span(node).line
-            return [ir.Choice(self.span(node), alts, self.registry.shared_condition(*slot(c), line), False,
-                              self.registry.enum_condition(*slot(c)), self.registry.branch_kinds.get(slot(c), ""))]
+            return [self.following_choice(c, alts, node)]
 
         ops = sides({})
         if ops is None:
@@ -4135,6 +4152,63 @@ class KernelInterp:
                                      f"thread of the CTA (P14): a parity or index it selects is taken on "
                                      f"each of its sides, as the branch took them")
         return True
+
+    def following_choice(self, cond, sides: list, node) -> ir.Choice:
+        """A branch on the uniform condition `cond` (sides[0] where it holds) at `node`, which is
+        no `if`: it follows the side the condition's own branch took in this CTA (the same `uc` /
+        `ue`, P14), and its steps name that branch."""
+        slot = self.cond_slot(cond)
+        site = self.registry.branch_sites.get(slot)
+        swapped = bool(site[2]) if site is not None and len(site) > 2 else False
+        return ir.Choice(self.span(node), sides, self.registry.shared_condition(*slot, self.span(node).line), swapped,
+                         self.registry.enum_condition(*slot), self.registry.branch_kinds.get(slot, ""),
+                         follows=tuple(site[:2]) if site is not None else ())
+
+    def each_state_alternative(self, st: P.PipeState, run, node):
+        """A method of (or on) a pipeline state selected on uniform conditions (P.PipeState.alts):
+        `run()` once per side, with `st` at that side's state, inside a branch on the condition
+        that every warp of the CTA decides alike (the `uc` / `ue` of the branch that left the
+        state so, P14). Each side keeps what the method did to the state. The result: the sides'
+        common result, else unknown (a barrier or handle that differs between the sides)."""
+        tree = st.copy()
+        slot = self.cond_slot
+        results = []
+
+        def walk(leaf: P.PipeState) -> list:
+            if leaf.alts is None:
+                saved_out, self.out = self.out, []
+                st.assign(leaf)
+                try:
+                    results.append(run())
+                    leaf.assign(st)
+                    return self.out
+                finally:
+                    self.out = saved_out
+            _, c, a, b = leaf.alts
+            decided = self.ctx.conds.get(slot(c), self.facts.get(c))
+            saved_facts = dict(self.facts)
+            sides = []
+            try:
+                for holds, side in ((True, a), (False, b)):
+                    if decided is not None and bool(decided) != holds:
+                        sides.append(None)
+                        continue
+                    self.facts[c] = holds
+                    sides.append(walk(side))
+            finally:
+                self.facts = saved_facts
+            if sides[0] is None or sides[1] is None or sides[0] == sides[1]:
+                return sides[0] if sides[0] is not None else sides[1]
+            return [self.following_choice(c, sides, node)]
+
+        ops = walk(tree)
+        st.assign(P.collapsed(tree))
+        for op in ops:
+            self.emit(op)
+        first = results[0] if results else None
+        if all(_same(r, first) for r in results):
+            return first
+        return Unknown("differs between the sides of a runtime branch")
 
     def split_on(self, conds, node) -> None:
         """Make each uniform condition in `conds` (branch keys) a configuration of its own, for
@@ -7527,6 +7601,20 @@ def _positive_stride(step) -> Optional[dict]:
            and v > 0 for t, v in lin.items()):
         return lin
     return None
+
+
+def selected_state_field(st: P.PipeState, attr: str) -> object:
+    """`state.phase` (index, count) of a pipeline state selected on uniform conditions: the number
+    where every side agrees, else a select of the sides' numbers (a wait on it branches on the
+    same conditions, select_alternatives; a buffer index of it splits configurations)."""
+    if st.alts is None:
+        return getattr(st, attr)
+    _, cond, a, b = st.alts
+    va, vb = selected_state_field(a, attr), selected_state_field(b, attr)
+    if _same(va, vb):
+        return va
+    return Unknown("differs between the sides of a runtime branch",
+                   key=_combine("select", "branch", cond, _term(va), _term(vb)))
 
 
 def _strip_not(key) -> tuple:

@@ -272,10 +272,18 @@ class PipeState:
     # Why the state is not known, when a runtime branch advanced it differently on its sides
     # (every alias of the object sees it: a helper's caller too). None: known.
     unknown: Optional[str] = None
+    # After a CTA-uniform branch whose sides advanced it differently: ("sel", condition, state
+    # where it holds, state where it does not), each a PipeState (itself possibly a select);
+    # stages / index / phase / count are then not used. Methods run once per side (P14).
+    alts: Optional[tuple] = None
 
     def advance(self, n: int = 1):
         """n steps in closed form (a folded `advance(2**40)` must not loop 2**40 times)."""
         if n <= 0:
+            return
+        if self.alts is not None:
+            self.alts[2].advance(n)
+            self.alts[3].advance(n)
             return
         if self.stages <= 0:  # no ring to wrap around (a mutated stage count): only the counters move
             self.index += n
@@ -287,12 +295,55 @@ class PipeState:
         self.phase ^= (total // self.stages) & 1
 
     def copy(self) -> "PipeState":
-        return PipeState(self.stages, self.index, self.phase, self.count, self.unknown)
+        alts = None if self.alts is None else (self.alts[0], self.alts[1], self.alts[2].copy(), self.alts[3].copy())
+        return PipeState(self.stages, self.index, self.phase, self.count, self.unknown, alts)
 
     def assign(self, other: "PipeState") -> None:
         """Take `other`'s value in place (the object may have aliases)."""
         self.stages, self.index, self.phase, self.count, self.unknown = (
             other.stages, other.index, other.phase, other.count, other.unknown)
+        self.alts = None if other.alts is None else other.copy().alts
+
+    def conditions(self) -> set:
+        """The conditions a selected state is chosen on."""
+        if self.alts is None:
+            return set()
+        return {self.alts[1]} | self.alts[2].conditions() | self.alts[3].conditions()
+
+
+def pruned(st: PipeState, cond, holds: bool) -> PipeState:
+    """A copy of `st` where `cond` has the value `holds`: its selects on `cond` reduced to that
+    side (a state selected inside a branch on the same condition)."""
+    if st.alts is None:
+        return st.copy()
+    _, c, a, b = st.alts
+    if c == cond:
+        return pruned(a if holds else b, cond, holds)
+    return selected(c, pruned(a, cond, holds), pruned(b, cond, holds))
+
+
+def selected(cond, a: PipeState, b: PipeState) -> PipeState:
+    """The state that is `a` where `cond` holds and `b` where it does not: one state when they
+    are equal."""
+    a, b = pruned(a, cond, True), pruned(b, cond, False)
+    if a == b:
+        return a
+    out = a.copy()
+    out.alts = ("sel", cond, a, b)
+    return out
+
+
+def collapsed(st: PipeState) -> PipeState:
+    """`st` with its selects of equal sides reduced (both sides advanced to the same state)."""
+    if st.alts is None:
+        return st
+    return selected(st.alts[1], collapsed(st.alts[2]), collapsed(st.alts[3]))
+
+
+def state_in(args, kwargs) -> Optional[PipeState]:
+    """The pipeline state a pipeline method is given (`consumer_wait(state)`)."""
+    st = kwargs.get("state", args[0] if args else None)
+    return st if isinstance(st, PipeState) else None
 
 
 @dataclass(frozen=True)
@@ -897,6 +948,10 @@ def attribute(v, attr: str):
     if isinstance(v, PipeState):
         if v.unknown and attr != "stages":
             return Unknown(f"pipeline state: {v.unknown}")
+        if v.alts is not None and attr in ("index", "phase", "count", "stages"):
+            from .interp import selected_state_field
+
+            return selected_state_field(v, attr)
         if attr in ("index", "phase", "count", "stages"):
             return getattr(v, attr)
     if isinstance(v, Handle):

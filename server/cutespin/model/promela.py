@@ -1013,6 +1013,9 @@ class Lowering:
                 u, value, other = op.shared, side + 1, 2 - side
                 guard = f"(uc[{u}] != {other}) -> uc[{u}] = {value}"
                 what = f"takes the {name} side of a runtime branch (the same side in every warp of the CTA)"
+            if op.follows:
+                what = (f"follows the {name} side of the branch at line {op.follows[0]} (`{op.follows[1]}`), "
+                        f"as every warp of the CTA does")
             if side in op.dead:
                 guard = "false"  # a path no compiled kernel takes (ir.Choice.dead)
             if op.compile_time == "build":
