@@ -570,3 +570,49 @@ def test_a_consumer_that_advances_under_another_condition_deadlocks(require_spin
     assert "CS101" in [f.code for f in kr.findings], [f.message for f in kr.findings]
     steps = [s.what for f in kr.findings for s in f.steps]
     assert any("follows the" in s and "mA.shape[0] > 4 and mA.shape[1] > 4" in s for s in steps), steps
+
+
+PARTICIPANTS = """\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=4)
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+producer, consumer = pipeline.PipelineAsync.create(
+    num_stages=2,
+    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+    barrier_storage=bars,
+).make_participants()
+has_extra = mA.shape[0] > 4 and mA.shape[1] > 4
+if warp_idx == 0:
+    if has_extra:
+        h = producer.acquire_and_advance()
+        h.commit()
+    h = producer.acquire_and_advance()
+    h.commit()
+    producer.tail()
+if warp_idx == 1:
+    if CONSUMER_CONDITION:
+        h = consumer.wait_and_advance()
+        h.release()
+    h = consumer.wait_and_advance()
+    h.release()
+"""
+
+
+def test_handles_acquired_on_a_selected_participant_state_commit_per_side(require_spin):
+    # The handle after the branch is one side's stage or the other's (P.HandleSel): its commit
+    # and release run once per side, following the branch.
+    from cutespin import api
+    src = kernel_source(PARTICIPANTS.replace("CONSUMER_CONDITION", "has_extra"))
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    p0 = next(p for p in m.processes if p.warp == 0)
+    follows = [o for o in ir.walk(p0.variants[0]) if isinstance(o, ir.Choice) and o.follows]
+    arrives = [[o.bar.name.split(" ")[0] for o in ir.walk(alt) if isinstance(o, ir.MbArrive)]
+               for c in follows for alt in c.alternatives]
+    assert ["pipeline.full[1]"] in arrives and ["pipeline.full"] in arrives, arrives
+    kr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    assert kr.verdict == "verified" and not kr.unmodeled, (kr.verdict, kr.reason, kr.unmodeled)
+    bad = kernel_source(PARTICIPANTS.replace("CONSUMER_CONDITION", "mA.shape[0] > 4"))
+    kb = api.check_source(bad, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    assert kb.verdict == "counterexample", (kb.verdict, kb.reason)

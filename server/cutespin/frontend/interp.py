@@ -820,7 +820,7 @@ def host_term(key) -> bool:
 
 
 # Objects through which a call synchronizes: a library helper handed one is never pure.
-SYNC_OBJECTS = (P.Pipeline, P.PipeState, P.Participant, P.Handle, P.MbarArray, P.BarrierArray,
+SYNC_OBJECTS = (P.Pipeline, P.PipeState, P.Participant, P.Handle, P.HandleSel, P.MbarArray, P.BarrierArray,
                 P.TmaStorePipeline, P.OrderPipeline, NamedBarrierObj, TmemAllocatorObj, TensorMapManagerObj)
 
 # Values that a uniform branch may not leave as "one of two": a configuration instead (join_states).
@@ -2944,7 +2944,7 @@ class KernelInterp:
             return base["xyz".index(attr)] if len(base) > "xyz".index(attr) else Unknown("dim")
         if isinstance(base, Layout) and attr == "shape":
             return base.shape
-        if isinstance(base, (P.PipeState, P.Handle, P.Participant)):
+        if isinstance(base, (P.PipeState, P.Handle, P.HandleSel, P.Participant)):
             return P.attribute(base, attr)
         if isinstance(base, TmaInfo) and attr in ("atom", "tma_tensor"):
             return base[0] if attr == "atom" else base[1]
@@ -3645,6 +3645,8 @@ class KernelInterp:
             return P.participant_method(self, base, meth, args, kwargs, node)
         if isinstance(base, P.Handle):
             return P.handle_method(self, base, meth, node)
+        if isinstance(base, P.HandleSel):
+            return self.per_side(base.alts, lambda h: P.handle_method(self, h, meth, node), node)
         if isinstance(base, Allocator):
             return self.alloc_method(base, meth, args, kwargs, node)
         if isinstance(base, Smem) and base.tmem:
@@ -4166,25 +4168,39 @@ class KernelInterp:
 
     def each_state_alternative(self, st: P.PipeState, run, node):
         """A method of (or on) a pipeline state selected on uniform conditions (P.PipeState.alts):
-        `run()` once per side, with `st` at that side's state, inside a branch on the condition
-        that every warp of the CTA decides alike (the `uc` / `ue` of the branch that left the
-        state so, P14). Each side keeps what the method did to the state. The result: the sides'
-        common result, else unknown (a barrier or handle that differs between the sides)."""
+        `run()` once per side, with `st` at that side's state; each side keeps what the method
+        did to the state (per_side)."""
         tree = st.copy()
-        slot = self.cond_slot
-        results = []
 
-        def walk(leaf: P.PipeState) -> list:
-            if leaf.alts is None:
+        def on_leaf(leaf: P.PipeState):
+            st.assign(leaf)
+            result = run()
+            leaf.assign(st)
+            return result
+
+        result = self.per_side(tree.alts if tree.alts is not None else tree, on_leaf, node)
+        st.assign(P.collapsed(tree))
+        return result
+
+    def per_side(self, tree, on_leaf, node):
+        """`on_leaf(leaf)` for each leaf of a selection `tree` (a leaf, or ("sel", condition,
+        tree where it holds, tree where it does not), each leaf a PipeState or Handle), inside a
+        branch on the condition that every warp of the CTA decides alike (the `uc` / `ue` of the
+        branch that made the selection, P14; following_choice). A side the configuration or an
+        enclosing branch rules out is not run. The result: the sides' common result, a selected
+        handle where they are handles, else unknown."""
+        slot = self.cond_slot
+
+        def walk(t):
+            if isinstance(t, P.PipeState) and t.alts is not None:
+                t = t.alts
+            if not (isinstance(t, tuple) and len(t) == 4 and t[0] == "sel"):
                 saved_out, self.out = self.out, []
-                st.assign(leaf)
                 try:
-                    results.append(run())
-                    leaf.assign(st)
-                    return self.out
+                    return self.out, on_leaf(t)
                 finally:
                     self.out = saved_out
-            _, c, a, b = leaf.alts
+            _, c, a, b = t
             decided = self.ctx.conds.get(slot(c), self.facts.get(c))
             saved_facts = dict(self.facts)
             sides = []
@@ -4197,18 +4213,20 @@ class KernelInterp:
                     sides.append(walk(side))
             finally:
                 self.facts = saved_facts
-            if sides[0] is None or sides[1] is None or sides[0] == sides[1]:
+            if sides[0] is None or sides[1] is None:
                 return sides[0] if sides[0] is not None else sides[1]
-            return [self.following_choice(c, sides, node)]
+            (ops_a, res_a), (ops_b, res_b) = sides
+            ops = ops_a if ops_a == ops_b else [self.following_choice(c, [ops_a, ops_b], node)]
+            if _same(res_a, res_b):
+                return ops, res_a
+            if isinstance(res_a, (P.Handle, P.HandleSel)) and isinstance(res_b, (P.Handle, P.HandleSel)):
+                return ops, P.HandleSel(("sel", c, res_a, res_b))
+            return ops, Unknown("differs between the sides of a runtime branch")
 
-        ops = walk(tree)
-        st.assign(P.collapsed(tree))
+        ops, result = walk(tree)
         for op in ops:
             self.emit(op)
-        first = results[0] if results else None
-        if all(_same(r, first) for r in results):
-            return first
-        return Unknown("differs between the sides of a runtime branch")
+        return result
 
     def split_on(self, conds, node) -> None:
         """Make each uniform condition in `conds` (branch keys) a configuration of its own, for
@@ -7611,6 +7629,20 @@ def selected_state_field(st: P.PipeState, attr: str) -> object:
         return getattr(st, attr)
     _, cond, a, b = st.alts
     va, vb = selected_state_field(a, attr), selected_state_field(b, attr)
+    if _same(va, vb):
+        return va
+    return Unknown("differs between the sides of a runtime branch",
+                   key=_combine("select", "branch", cond, _term(va), _term(vb)))
+
+
+def selected_handle_field(tree, attr: str) -> object:
+    """`handle.index` (phase, count) of a selected handle (P.HandleSel): as selected_state_field."""
+    if isinstance(tree, P.HandleSel):
+        tree = tree.alts
+    if isinstance(tree, P.Handle):
+        return getattr(tree, attr)
+    _, cond, a, b = tree
+    va, vb = selected_handle_field(a, attr), selected_handle_field(b, attr)
     if _same(va, vb):
         return va
     return Unknown("differs between the sides of a runtime branch",

@@ -357,6 +357,15 @@ class Handle:
     count: int
 
 
+@dataclass(frozen=True)
+class HandleSel:
+    """Handles acquired on a pipeline state selected on uniform conditions (PipeState.alts):
+    ("sel", condition, handle where it holds, handle where it does not). Its `commit()` /
+    `release()` run once per side (KernelInterp.per_side)."""
+
+    alts: tuple
+
+
 @dataclass
 class Participant:
     """`make_producer()` / `make_consumer()`: a pipeline plus its own state."""
@@ -909,6 +918,8 @@ def participant_method(it, part: Participant, meth: str, args, kwargs, node):
         st.advance()
         return None
     if meth in ("commit", "release"):
+        if args and isinstance(args[0], HandleSel):
+            return it.per_side(args[0].alts, lambda h: handle_method(it, h, meth, node), node)
         h = args[0] if args and isinstance(args[0], Handle) else Handle(pipe, part.side, st.index, st.phase, st.count)
         return handle_method(it, h, meth, node)
     if meth == "tail" and part.side == "producer":
@@ -959,6 +970,10 @@ def attribute(v, attr: str):
             return getattr(v, attr)
         if attr == "barrier":
             return _bar(v.pipe.full if v.side == "producer" else v.pipe.empty, v.index)
+    if isinstance(v, HandleSel) and attr in ("index", "phase", "count"):
+        from .interp import selected_handle_field
+
+        return selected_handle_field(v.alts, attr)
     if isinstance(v, Participant) and attr in ("state",):
         return v.state
     return Unknown(f"attribute {attr}")
