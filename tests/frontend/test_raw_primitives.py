@@ -691,7 +691,11 @@ def test_a_parity_set_on_a_uniform_branch_is_checked_per_side(require_spin):
     src = phase_on_a_uniform_branch()
     m = model(src)
     assert not m.unmodeled, m.unmodeled
-    assert len(m.configs) == 2, m.configs  # the condition's two values, each a configuration
+    # One model: the spin after the branch waits per side, following the branch's own side.
+    assert len(m.configs) == 1, m.configs
+    follows = [o for p in m.processes for v in p.variants for o in ir.walk(v)
+               if isinstance(o, ir.Choice) and o.follows]
+    assert follows and {o.follows[1] for o in follows} == {"two"}, follows
     r = check(src)
     assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
 

@@ -219,3 +219,24 @@ def test_a_phase_only_the_producer_advances_is_caught_on_that_side(require_spin)
     assert [f.code for f in k.findings] == ["CS101"]
     assert any("`if` side" in step.what for f in k.findings for step in f.steps), [
         step.what for f in k.findings for step in f.steps]
+
+
+SPIN_HELPERS = RING_HELPERS.replace(
+    "cute.arch.mbarrier_wait(full + idx, phase)",
+    "while not cute.arch.mbarrier_try_wait(full + idx, phase):\n            pass").replace(
+    "cute.arch.mbarrier_wait(empty + idx, phase ^ 1)",
+    "while not cute.arch.mbarrier_try_wait(empty + idx, phase ^ 1):\n            pass")
+
+
+def test_a_try_wait_spin_on_a_selected_phase_waits_per_side(require_spin):
+    # cuDNN frost's wait helper spins on `try_wait`: the spin is the blocking wait on each side.
+    ok = _check(SKEW.replace("FLIP", "p_phase ^= 1\n        c_phase ^= 1"), extra_class=SPIN_HELPERS)
+    assert "while not cute.arch.mbarrier_try_wait" in SPIN_HELPERS
+    assert not ok.unmodeled, [u.why for u in ok.unmodeled]
+    assert ok.verdict == "verified", (ok.reason, [f.message for f in ok.findings])
+    # One model: no configuration per trip's condition.
+    assert any("taken on each of its sides" in a for a in ok.assumptions), ok.assumptions
+    assert not any("configuration of its own" in a for a in ok.assumptions), ok.assumptions
+    bad = _check(SKEW.replace("FLIP", "p_phase ^= 1"), extra_class=SPIN_HELPERS)
+    assert not bad.unmodeled, [u.why for u in bad.unmodeled]
+    assert bad.verdict == "counterexample", bad.reason

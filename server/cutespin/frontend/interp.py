@@ -5136,12 +5136,22 @@ def h_try_wait(it, args, kwargs, node):
         return Unknown(UNRESOLVED_TRY_WAIT)
     if isinstance(phase, LaneVal):
         phase = phase.uniform()
+    if isinstance(phase, Unknown) and _selectable(phase):
+        # A phase flipped on one side of a uniform branch: the blocking wait the spin around it
+        # becomes waits per side (emit_wait, select_alternatives).
+        return TryWaitResult(bar, phase)
     if isinstance(phase, Unknown):
-        phase = it.select_index(phase, node)  # a phase flipped on one side of a uniform branch
+        phase = it.select_index(phase, node)
     if not _is_int(phase):
         it.unmodeled(node, "mbarrier wait", f"the parity is not known ({getattr(phase, 'why', 'runtime value')})")
         return Unknown(UNRESOLVED_TRY_WAIT)
     return TryWaitResult(bar, int(phase) & 1)
+
+
+def _selectable(v: Unknown) -> bool:
+    """A number chosen on at most MAX_SELECT_CONDITIONS uniform conditions (select_alternatives)."""
+    conds = {_strip_not(c)[0] for c in _select_conditions(v.key)}
+    return 0 < len(conds) <= MAX_SELECT_CONDITIONS
 
 
 def h_sync_threads(it, args, kwargs, node):

@@ -288,7 +288,7 @@ class FlagRead:
 @dataclass(frozen=True)
 class TryWaitResult:
     bar: Smem
-    parity: int
+    parity: object  # 0 / 1, or a select of numbers on uniform conditions (waited on per side)
 
 
 @dataclass(frozen=True)
