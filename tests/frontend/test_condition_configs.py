@@ -616,3 +616,30 @@ def test_handles_acquired_on_a_selected_participant_state_commit_per_side(requir
     bad = kernel_source(PARTICIPANTS.replace("CONSUMER_CONDITION", "mA.shape[0] > 4"))
     kb = api.check_source(bad, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
     assert kb.verdict == "counterexample", (kb.verdict, kb.reason)
+
+
+def test_a_handle_selected_on_two_conditions_releases_per_side(require_spin):
+    # Two uniform branches each advance the consumer: the handle after them is selected on both
+    # (a selection whose sides are selections).
+    from cutespin import api
+    body = PARTICIPANTS.replace("""    if CONSUMER_CONDITION:
+        h = consumer.wait_and_advance()
+        h.release()
+""", """    if has_extra:
+        h = consumer.wait_and_advance()
+        h.release()
+    if mA.shape[2] > mA.shape[0]:
+        h = consumer.wait_and_advance()
+        h.release()
+""").replace("""    if has_extra:
+        h = producer.acquire_and_advance()
+        h.commit()
+""", """    if has_extra:
+        h = producer.acquire_and_advance()
+        h.commit()
+    if mA.shape[2] > mA.shape[0]:
+        h = producer.acquire_and_advance()
+        h.commit()
+""")
+    kr = api.check_source(kernel_source(body), "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    assert kr.verdict == "verified" and not kr.unmodeled, (kr.verdict, kr.reason, kr.unmodeled)

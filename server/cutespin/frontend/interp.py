@@ -4192,7 +4192,7 @@ class KernelInterp:
         slot = self.cond_slot
 
         def walk(t):
-            if isinstance(t, P.PipeState) and t.alts is not None:
+            if isinstance(t, P.PipeState) and t.alts is not None or isinstance(t, P.HandleSel):
                 t = t.alts
             if not (isinstance(t, tuple) and len(t) == 4 and t[0] == "sel"):
                 saved_out, self.out = self.out, []
