@@ -1,9 +1,11 @@
 """Pipeline states advanced under runtime conditions.
 
-A CTA-uniform condition (P14) whose sides advance a pipeline state differently becomes a
-configuration dimension, like a runtime trip count: each value is interpreted on its own and the
-branch runs like a folded one. A condition that may differ between warps leaves the state
-unknown, and every alias of the state object (a helper's caller too) sees that.
+A CTA-uniform condition (P14) whose sides advance a pipeline state differently selects the state:
+the methods on it run once per side, in a branch that follows the condition's own. A value
+compared with a runtime loop's index is a configuration dimension instead, like a runtime trip
+count: each value is interpreted on its own and the branch runs like a folded one. A condition
+that may differ between warps leaves the state unknown, and every alias of the state object (a
+helper's caller too) sees that.
 """
 import textwrap
 
@@ -41,7 +43,30 @@ def state_unmodeled(m):
     return [u for u in m.unmodeled if "pipeline state is not known" in u.why]
 
 
-def test_uniform_condition_advancing_a_state_is_a_configuration():
+def leaf_waits(ops) -> list:
+    """The last wait on each path through the runtime branches in `ops`."""
+    paths = [[]]
+    for o in ops:
+        if isinstance(o, ir.Choice):
+            paths = [p + q for p in paths for alt in o.alternatives for q in leaf_paths(alt)]
+        else:
+            paths = [p + [o] for p in paths]
+    return sorted({waits(p)[-1] for p in paths if waits(p)})
+
+
+def leaf_paths(ops) -> list:
+    paths = [[]]
+    for o in ops:
+        if isinstance(o, ir.Choice):
+            paths = [p + q for p in paths for alt in o.alternatives for q in leaf_paths(alt)]
+        else:
+            paths = [p + [o] for p in paths]
+    return paths
+
+
+def test_uniform_condition_advancing_a_state_selects_it_per_side():
+    # After the branch the state is one side's or the other's: the acquire after it runs once per
+    # side, in a branch that follows the condition's own (one model, no configurations).
     m = build("""\
         if warp_idx == 0:
             st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
@@ -53,21 +78,20 @@ def test_uniform_condition_advancing_a_state_is_a_configuration():
             pipe.producer_commit(st)
         """)
     assert not state_unmodeled(m), m.unmodeled
-    assert len(m.configs) == 2
-    assert sorted(v for c in m.configs for v in c.conds.values()) == [False, True]
+    assert len(m.configs) == 1
     p0 = next(p for p in m.processes if p.warp == 0)
-    # Fixed value: no runtime choice is left; the acquire after the branch is stage 1 or stage 0.
-    by_value = {next(iter(c.conds.values())): waits(v) for c, v in zip(m.configs, p0.variants)}
-    assert not any(isinstance(o, ir.Choice) for v in p0.variants for o in ir.walk(v))
-    assert by_value[True][-1] == ("pipe.empty[1]", 1)
-    assert by_value[False][-1] == ("pipe.empty[0]", 1)
-    assert any("is the same for every thread of the CTA" in a and "mA.shape[0] > 4" in a for a in m.assumptions)
+    after, commit = [o for o in p0.variants[0] if isinstance(o, ir.Choice) and o.follows]  # acquire, commit
+    assert after.follows[1] == "mA.shape[0] > 4" and not after.swapped
+    assert (commit.shared, commit.follows) == (after.shared, after.follows)
+    assert [waits(alt) for alt in after.alternatives] == [[("pipe.empty[1]", 1)], [("pipe.empty[0]", 1)]]
+    branch = next(o for o in p0.variants[0] if isinstance(o, ir.Choice) and not o.follows)
+    assert (after.shared, after.enum) == (branch.shared, branch.enum)  # decided alike
+    assert any("taken on each of its sides" in a and "mA.shape[0] > 4" in a for a in m.assumptions)
 
 
-def test_a_negated_condition_is_labelled_with_the_value_of_the_source_condition():
-    # `if not (mA.shape[0] > 4)` is split on `mA.shape[0] > 4` with its sides swapped; the label
-    # names the source text, so it shows that text's value: the configuration that advances
-    # twice is the one where the written condition is True.
+def test_a_negated_condition_names_the_source_side_it_follows():
+    # `if not (mA.shape[0] > 4)` branches on `mA.shape[0] > 4` with its sides swapped: the acquire
+    # that follows it is swapped too, so a trail names the side of the `if` as written.
     m = build("""\
         if warp_idx == 0:
             st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
@@ -79,9 +103,10 @@ def test_a_negated_condition_is_labelled_with_the_value_of_the_source_condition(
             pipe.producer_commit(st)
         """)
     p0 = next(p for p in m.processes if p.warp == 0)
-    by_label = {c.describe(): waits(v)[-1] for c, v in zip(m.configs, p0.variants)}
-    assert by_label == {"`not (mA.shape[0] > 4)` (line 29) = True": ("pipe.empty[1]", 1),
-                        "`not (mA.shape[0] > 4)` (line 29) = False": ("pipe.empty[0]", 1)}, by_label
+    after = [o for o in p0.variants[0] if isinstance(o, ir.Choice) and o.follows][0]
+    assert after.swapped and after.follows[1] == "not (mA.shape[0] > 4)", after
+    # alternatives[0]: `mA.shape[0] > 4` holds, the source's `else` (no advance).
+    assert [waits(alt) for alt in after.alternatives] == [[("pipe.empty[0]", 1)], [("pipe.empty[1]", 1)]]
 
 
 def test_condition_that_may_differ_between_warps_leaves_the_state_unknown():
@@ -138,7 +163,7 @@ def test_a_helper_advancing_under_a_per_warp_condition_makes_the_callers_state_u
     assert state_unmodeled(m), m.unmodeled
 
 
-def test_nested_uniform_conditions_are_found_in_later_rounds():
+def test_nested_uniform_conditions_select_a_state_of_selections():
     m = build("""\
         if warp_idx == 0:
             st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
@@ -149,10 +174,9 @@ def test_nested_uniform_conditions_are_found_in_later_rounds():
             pipe.producer_acquire(st)
         """)
     assert not state_unmodeled(m), m.unmodeled
-    assert len(m.configs) == 4
+    assert len(m.configs) == 1
     p0 = next(p for p in m.processes if p.warp == 0)
-    last = sorted({waits(v)[-1] for v in p0.variants})
-    assert last == [("pipe.empty[0]", 0), ("pipe.empty[0]", 1), ("pipe.empty[1]", 1)]
+    assert leaf_waits(p0.variants[0]) == [("pipe.empty[0]", 0), ("pipe.empty[0]", 1), ("pipe.empty[1]", 1)]
 
 
 GRID_STRIDE_STATES = """\
@@ -274,9 +298,9 @@ def test_a_buffer_index_chosen_by_a_host_select_is_a_configuration():
     assert any("sRed[None, slot]" in a and "selects a buffer index" in a for a in m.assumptions)
 
 
-def test_comparisons_of_one_value_with_constants_split_into_that_values_choices():
-    # `mode == 1` and `mode == 2` both advancing: three configurations (mode 1, mode 2, any other
-    # mode), never one where both hold.
+def test_comparisons_of_one_value_with_constants_select_on_that_values_choice():
+    # `mode == 1` and `mode == 2` both advancing: the acquire after them follows both branches,
+    # each a guard on the one launch value of `mode` (Choice.enum), so no path has both hold.
     m = build("""\
         if warp_idx == 0:
             st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
@@ -288,12 +312,13 @@ def test_comparisons_of_one_value_with_constants_split_into_that_values_choices(
             pipe.producer_acquire(st)
         """)
     assert not state_unmodeled(m), m.unmodeled
-    assert sorted(tuple(sorted(c.conds.values())) for c in m.configs) == [
-        (False, False), (False, True), (False, True)]
+    assert len(m.configs) == 1
     p0 = next(p for p in m.processes if p.warp == 0)
-    # The acquire after the branches: 0, 1 or 2 advances, i.e. stage 0, 1 or 0 (second lap).
-    assert sorted(waits(v)[-1] for v in p0.variants) == [
-        ("pipe.empty[0]", 0), ("pipe.empty[0]", 1), ("pipe.empty[1]", 1)]
+    follows = [o for o in ir.walk(p0.variants[0]) if isinstance(o, ir.Choice) and o.follows]
+    assert follows and {o.enum[0] for o in follows} == {0}, follows  # one value, term 0
+    # The acquire after the branches: 0, 1 or 2 advances, i.e. stage 0, 1 or 0 (second lap);
+    # the path where both hold (3 advances, stage 1 of the second lap) is guarded out by `ue`.
+    assert set(leaf_waits(p0.variants[0])) >= {("pipe.empty[0]", 0), ("pipe.empty[0]", 1), ("pipe.empty[1]", 1)}
 
 
 def test_a_value_compared_with_a_runtime_loops_index_is_one_of_its_indices():

@@ -1843,11 +1843,11 @@ class KernelInterp:
                 orig.assign(copies[0])
                 continue
             if key is not None and len(copies) == 2 and not any(c.unknown for c in copies) \
-                    and enum_parts(key) is None:
+                    and not self.configured_comparison(key):
                 # A CTA-uniform condition: the state is one side's or the other's, chosen as the
                 # branch chose (P14); its methods run once per side (each_state_alternative).
-                # (A comparison of one value with constants stays a configuration: the values
-                # it may take are limited there, e.g. to a runtime loop's indices.)
+                # (A value compared with a runtime loop's index or the warp index stays a
+                # configuration: the values it may take are limited there.)
                 joined = P.selected(key, copies[0], copies[1])
                 if len(joined.conditions()) <= MAX_SELECT_CONDITIONS:
                     orig.assign(joined)
@@ -1884,6 +1884,20 @@ class KernelInterp:
         if differ and key is not None and self.ctx.splits is not None:
             self.ctx.splits.setdefault(self.cond_slot(key), (line, self.code(node.test) if
                                                               isinstance(node, cst.If) else "", negated))
+
+    def configured_comparison(self, key) -> bool:
+        """A comparison of one uniform value with constants where that value is also compared
+        with a runtime loop's index or the warp index: its configurations take only those
+        values (one of the loop's indices, one of the warps; _split_uniform_conditions), which
+        one model's launch-wide choice of the value would not."""
+        parts = enum_parts(key)
+        if parts is None:
+            return False
+        try:
+            slot = self.cond_slot(parts[0])
+            return slot in self.registry.index_terms or slot in self.registry.warp_terms
+        except TypeError:  # an unhashable term
+            return False
 
     def split_on_derived_barrier(self, node, key, outs, negated=False) -> None:
         """A uniform condition with a named barrier of unfolded thread count on one side decides
@@ -4147,12 +4161,6 @@ class KernelInterp:
             return False
         for op in ops:
             self.emit(op)
-        for c in conds:
-            site = self.registry.branch_sites.get(slot(c))
-            if site is not None and any(isinstance(o, ir.Choice) for o in ops):
-                self.registry.assume(f"the runtime condition `{site[1]}` (line {site[0]}) is the same for every "
-                                     f"thread of the CTA (P14): a parity or index it selects is taken on "
-                                     f"each of its sides, as the branch took them")
         return True
 
     def following_choice(self, cond, sides: list, node) -> ir.Choice:
@@ -4162,6 +4170,10 @@ class KernelInterp:
         slot = self.cond_slot(cond)
         site = self.registry.branch_sites.get(slot)
         swapped = bool(site[2]) if site is not None and len(site) > 2 else False
+        if site is not None:
+            self.registry.assume(f"the runtime condition `{site[1]}` (line {site[0]}) is the same for every thread "
+                                 f"of the CTA (P14): a parity, index or pipeline state it selects is taken on "
+                                 f"each of its sides, as the branch took them")
         return ir.Choice(self.span(node), sides, self.registry.shared_condition(*slot, self.span(node).line), swapped,
                          self.registry.enum_condition(*slot), self.registry.branch_kinds.get(slot, ""),
                          follows=tuple(site[:2]) if site is not None else ())
