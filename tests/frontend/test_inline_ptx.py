@@ -476,3 +476,27 @@ else:
     up = next(x for x in ir.walk(next(p for p in relaxed.processes if p.cta == 0).variants[0])
               if isinstance(x, ir.FlagUpdate))
     assert up.release_scope is None
+
+
+CHOSEN_CVT = """\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+cvt = ""
+if cutlass.const_expr(self.e8m0):
+    cvt = "cvt.rp.satfinite.ue8m0x2.f32"
+else:
+    cvt = OTHER
+x = inline_ptx("{\\n" "  .reg .b16 bf_lo;\\n" f"  {cvt} bf_lo, 0f00000000, $1;\\n" "  mov.b32 $0, 0;\\n" "}",
+               write_only_types=[cutlass.Int32], read_only_args=[1.0, bars])
+"""
+
+
+def test_a_mnemonic_chosen_at_compile_time_among_register_only_ones_is_modeled_as_nothing():
+    # cuDNN's MoE GEMM helpers: the cvt mnemonic is a string chosen by `const_expr` on the fp8
+    # type, which does not fold here. Every text the snippet may be only converts registers.
+    m = build(CHOSEN_CVT.replace("OTHER", '"cvt.rn.satfinite.e4m3x2.f32"'))
+    assert not m.unmodeled, m.unmodeled
+    # One of the texts it may be names a barrier: what it does is not known.
+    m = build(CHOSEN_CVT.replace("OTHER", '"mbarrier.arrive.shared::cta.b64 _, [$2]; cvt.rn.satfinite.e4m3x2.f32"'))
+    assert [u.why for u in m.unmodeled] == ["an instruction whose mnemonic does not fold (`\x00 bf_lo, 0f00000000, $1`)"], \
+        m.unmodeled

@@ -2640,11 +2640,12 @@ class KernelInterp:
         expression that calls something is not evaluated (an f-string only formats; evaluating a
         call could emit operations), and neither folds: a PartialText."""
         raw = "r" in node.prefix.lower()
-        out, known = [], True
+        out, known, choices = [], True, []
         for part in node.parts:
             if isinstance(part, cst.FormattedStringText):
                 text = part.value.replace("{{", "{").replace("}}", "}")
                 out.append(text if raw else _unescape(text))
+                choices.append([out[-1]])
                 continue
             value = Unknown("f-string part")
             if not _has_call(part.expression):
@@ -2655,12 +2656,16 @@ class KernelInterp:
             piece = _format_piece(value, part.conversion, spec_text if spec is not None else "")
             if piece is None:
                 known = False
+                choices.append(_selected_strings(value) if part.conversion is None and not spec_text else None)
                 piece = TEXT_HOLE
+            else:
+                choices.append([piece])
             out.append(piece)
         text = "".join(out)
         if len(text) > MAX_TEXT:
             return Unknown("string too long")
-        return text if known else PartialText("f-string with runtime parts", text=text)
+        return text if known else PartialText("f-string with runtime parts", text=text,
+                                              options=_text_options(choices))
 
     def eval_Ellipsis(self, node):
         return Ellipsis
@@ -5413,6 +5418,8 @@ def ptx_text(it, node) -> Optional[str]:
     if arg is None:
         return None
     v = it.eval(arg)
+    if isinstance(v, PartialText) and _register_only_options(v):
+        return ""  # every text it may be only computes in registers: no instruction to model
     if isinstance(v, PartialText):
         return v.text
     return v if isinstance(v, str) else None
@@ -5480,7 +5487,47 @@ def text_concat(a, b):
         tb = TEXT_HOLE
     if ta is None or tb is None or len(ta) + len(tb) > MAX_TEXT:
         return Unknown("string")
-    return PartialText("string with runtime parts", text=ta + tb)
+    return PartialText("string with runtime parts", text=ta + tb,
+                       options=_text_options([_whole_texts(a), _whole_texts(b)]))
+
+
+MAX_TEXT_OPTIONS = 16
+
+
+def _whole_texts(v) -> Optional[list]:
+    """The whole texts a string value may be: itself, a PartialText's options, or None."""
+    if isinstance(v, PartialText):
+        return list(v.options) or None
+    return [v] if isinstance(v, str) else None
+
+
+def _text_options(choices: list) -> tuple:
+    """Every concatenation of one choice per part (PartialText.options); () when a part has no
+    list of choices or there are more than MAX_TEXT_OPTIONS."""
+    texts = [""]
+    for c in choices:
+        if not c:
+            return ()
+        texts = [t + x for t in texts for x in c]
+        if len(texts) > MAX_TEXT_OPTIONS:
+            return ()
+    return tuple(dict.fromkeys(texts))
+
+
+def _selected_strings(v) -> Optional[list]:
+    """The strings an unknown chosen on uniform conditions may be (a select whose every arm is a
+    string constant), or None."""
+    key = getattr(v, "key", None)
+
+    def leaves(k):
+        if is_select(k):
+            a, b = leaves(k[4]), leaves(k[5])
+            return None if a is None or b is None else a + b
+        if isinstance(k, tuple) and len(k) == 3 and k[0] == "k" and isinstance(k[2], str):
+            return [k[2]]
+        return None
+    found = leaves(key) if isinstance(v, Unknown) and key is not None else None
+    return list(dict.fromkeys(found)) if found else None
 
 
 def text_binop(op, a, b):
@@ -5610,6 +5657,8 @@ def h_llvm_inline_asm(it, args, kwargs, node):
     text = _kw(args, kwargs, 2, "asm_string")
     constraints = _kw(args, kwargs, 3, "constraints")
     result = None if res is None else Unknown("inline asm result")
+    if isinstance(text, PartialText) and _register_only_options(text):
+        return result  # every text it may be only computes in registers (a cvt chosen at compile time)
     if isinstance(text, PartialText):
         text = text.text
     if not isinstance(text, str) or not isinstance(operands, (tuple, list)) or not isinstance(constraints, str):
@@ -5624,6 +5673,18 @@ def h_llvm_ptrtoint(it, args, kwargs, node):
     that takes it names that buffer or barrier (h_llvm_inline_asm)."""
     ptr = _kw(args, kwargs, 1, "arg")
     return ptr if isinstance(ptr, (Smem, Gmem, PeerPtr)) else Unknown("pointer as integer")
+
+
+def _register_only_options(text: PartialText) -> bool:
+    """Whether every whole text a partly known PTX snippet may be (PartialText.options) is made of
+    register-only instructions, which synchronize nothing and touch no memory."""
+    if not text.options:
+        return False
+    for option in text.options:
+        for mnemonic, ins_text, _ in ptx_instructions(option):
+            if mnemonic.split(".")[0] not in PTX_REGISTER_ONLY or "[" in ins_text:
+                return False
+    return True
 
 
 def run_ptx(it, text: str, instructions: list, ins: list, n_out: int, plain: bool, snippet_guarded: bool,

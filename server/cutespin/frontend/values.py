@@ -63,6 +63,9 @@ class PartialText(Unknown):
     find instructions whose mnemonics are known."""
 
     text: str = ""
+    # Every whole text it may be, where each unknown part is a select of strings on uniform
+    # conditions (`cvt = "cvt.rp..." if const_expr(e8m0) else "cvt.rn..."`); () when not known.
+    options: tuple = ()
 
 
 TEXT_HOLE = "\x00"
