@@ -45,16 +45,11 @@ def state_unmodeled(m):
 
 def leaf_waits(ops) -> list:
     """The last wait on each path through the runtime branches in `ops`."""
-    paths = [[]]
-    for o in ops:
-        if isinstance(o, ir.Choice):
-            paths = [p + q for p in paths for alt in o.alternatives for q in leaf_paths(alt)]
-        else:
-            paths = [p + [o] for p in paths]
-    return sorted({waits(p)[-1] for p in paths if waits(p)})
+    return sorted({waits(p)[-1] for p in leaf_paths(ops) if waits(p)})
 
 
 def leaf_paths(ops) -> list:
+    """Every path through the runtime branches in `ops`, as a list of ops."""
     paths = [[]]
     for o in ops:
         if isinstance(o, ir.Choice):

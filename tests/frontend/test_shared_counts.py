@@ -126,7 +126,7 @@ count = sCount[0]""")
     assert [f.code for f in k.findings] == ["CS101"]
 
 
-RING = """\
+RING_SETUP = """\
 smem = cutlass.utils.SmemAllocator()
 full = smem.allocate_array(cutlass.Int64, num_elems=1)
 empty = smem.allocate_array(cutlass.Int64, num_elems=1)
@@ -137,6 +137,9 @@ if warp == 0:
         cute.arch.mbarrier_init(empty, 1)
 cute.arch.mbarrier_init_fence()
 cute.arch.sync_threads()
+"""
+
+RING = RING_SETUP + """\
 idx = 0
 phase = 0
 if mA.shape[0] > 0:
@@ -178,17 +181,7 @@ def test_a_ring_index_advanced_on_one_side_of_a_uniform_branch_stays_known_over_
     assert any("`mA.shape[0] > 0`" in a and "taken on each of its sides" in a for a in k.assumptions), k.assumptions
 
 
-SKEW = """\
-smem = cutlass.utils.SmemAllocator()
-full = smem.allocate_array(cutlass.Int64, num_elems=1)
-empty = smem.allocate_array(cutlass.Int64, num_elems=1)
-warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-if warp == 0:
-    with cute.arch.elect_one():
-        cute.arch.mbarrier_init(full, 1)
-        cute.arch.mbarrier_init(empty, 1)
-cute.arch.mbarrier_init_fence()
-cute.arch.sync_threads()
+SKEW = RING_SETUP + """\
 p_phase = 0
 c_phase = 0
 for t in cutlass.range(mA.shape[1], unroll=1):
