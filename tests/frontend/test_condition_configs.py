@@ -663,3 +663,37 @@ def test_a_handle_selected_on_two_conditions_releases_per_side(require_spin):
 """)
     kr = api.check_source(kernel_source(body), "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
     assert kr.verdict == "verified" and not kr.unmodeled, (kr.verdict, kr.reason, kr.unmodeled)
+
+
+EXCLUSIVE_MODES = """\
+if warp_idx == 0:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+    if self.mode == 1:
+        pipe.producer_acquire(st)
+        pipe.producer_commit(st)
+        st.advance()
+    if self.mode == 2:
+        pipe.producer_acquire(st)
+        pipe.producer_commit(st)
+        st.advance()
+    pipe.producer_tail(st)
+if warp_idx == 1:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+    if self.mode in CONSUMED:
+        pipe.consumer_wait(st)
+        pipe.consumer_release(st)
+        st.advance()
+"""
+
+
+def test_two_comparisons_of_one_value_never_both_hold_in_the_selection(require_spin):
+    # If `mode == 1` and `mode == 2` could both hold, two stages would be filled and one released:
+    # the tail would wait forever. One launch value of `mode` (ue) rules that path out.
+    from cutespin import api
+    ok = api.check_source(kernel_source(PIPE + EXCLUSIVE_MODES.replace("CONSUMED", "(1, 2)")), "k.py",
+                          Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    assert ok.verdict == "verified" and not ok.unmodeled, (ok.verdict, ok.reason, ok.unmodeled)
+    # The consumer skips mode 2: that launch's tail waits for a stage nobody releases.
+    bad = api.check_source(kernel_source(PIPE + EXCLUSIVE_MODES.replace("CONSUMED", "(1, 3)")), "k.py",
+                           Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    assert bad.verdict == "counterexample" and "CS101" in [f.code for f in bad.findings], bad.reason

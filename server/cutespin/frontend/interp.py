@@ -4195,9 +4195,10 @@ class KernelInterp:
             leaf.assign(st)
             return result
 
-        result = self.per_side(tree.alts if tree.alts is not None else tree, on_leaf, node)
-        st.assign(P.collapsed(tree))
-        return result
+        try:
+            return self.per_side(tree.alts if tree.alts is not None else tree, on_leaf, node)
+        finally:
+            st.assign(P.collapsed(tree))  # also when a side raises: never left at one side's state
 
     def per_side(self, tree, on_leaf, node):
         """`on_leaf(leaf)` for each leaf of a selection `tree` (a leaf, or ("sel", condition,
