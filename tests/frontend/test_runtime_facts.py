@@ -124,6 +124,83 @@ def test_a_comparison_that_is_not_the_last_trip_leaves_odd_bounds_in():
     assert check(src).verdict == "counterexample"
 
 
+CHOSEN_STEP = async_pipeline() + """\
+n = mA.shape[0]
+if warp_idx == 0:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+    pipe.producer_acquire(st)
+    pipe.producer_commit(st)
+    st.advance()
+    pipe.producer_tail(st)
+if warp_idx == 1:
+    cs = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+    pipe.consumer_wait(cs)
+    step = 1 if cutlass.const_expr(self.srelu) else 2
+    for i in cutlass.range(0, n, step, unroll=1):
+        last = n - 1 if cutlass.const_expr(self.srelu) else LAST
+        if i == last:
+            pipe.consumer_release(cs)
+            cs.advance()
+"""
+
+
+def chosen_step(last: str) -> str:
+    return kernel_source(CHOSEN_STEP.replace("LAST", last), init="self.srelu = act_from_host()")
+
+
+def test_a_loop_whose_step_a_build_option_chooses_runs_once_per_step():
+    # cuDNN's MoE GEMM epilogue: `subtile_step = 1 if const_expr(srelu) else 2` and the bias
+    # released at `subtile_cnt - 1` or `- 2`. With the step unknown the bound read as the trip
+    # count, and the pair loop never met its last index (a false deadlock).
+    src = chosen_step("n - 2")
+    m = build_models(src, "k.py", Settings())[0]
+    assert all(not c.conds for c in m.configs)  # no configuration per step
+    consumer = next(p for p in m.processes if p.warp == 1)
+    loops = [o for o in ir.walk(consumer.variants[0]) if isinstance(o, ir.Choice)]
+    assert loops and loops[0].shared is not None  # every warp takes the step the build took
+    assert check(src).verdict == "verified"
+
+
+def test_a_pair_loop_releasing_at_an_odd_index_still_deadlocks():
+    # Where the step is 2 the indices are even: `n - 1` is never one of them.
+    k = check(chosen_step("n - 1"))
+    assert k.verdict == "counterexample" and [f.code for f in k.findings] == ["CS101"]
+
+
+EXIT_ON_CHOSEN_OFFSETS = async_pipeline() + """\
+offsets = mA
+if cutlass.const_expr(self.single_group):
+    regs = cute.make_rmem_tensor((1,), cutlass.Int32)
+    regs[0] = STORED
+    offsets = regs
+total = offsets[0]
+if total <= 0:
+    cute.arch.nvvm.exit()
+if warp_idx == 0:
+    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+    pipe.producer_acquire(st)
+    pipe.producer_commit(st)
+if warp_idx == 1:
+    cs = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+    pipe.consumer_wait(cs)
+    pipe.consumer_release(cs)
+"""
+
+
+def test_an_early_exit_on_an_element_of_a_chosen_tensor_is_taken_by_every_warp_alike():
+    # cuDNN's MoE GEMMs: `if total_token <= 0: exit()` on `padded_offsets[-1]`, the offsets input
+    # or, in the one-group build, a register copy of the token count. Either way every thread
+    # reads the same number, so no warp exits while another waits for it.
+    src = kernel_source(EXIT_ON_CHOSEN_OFFSETS.replace("STORED", "cutlass.Int32(cute.size(mA.shape[0]))"),
+                        init="self.single_group = single_group_from_host()")
+    assert check(src).verdict == "verified"
+    # A per-thread count in the register may let the producer exit alone.
+    src = kernel_source(EXIT_ON_CHOSEN_OFFSETS.replace("STORED", "mA[cute.arch.thread_idx()[0]]"),
+                        init="self.single_group = single_group_from_host()")
+    k = check(src)
+    assert k.verdict == "counterexample" and [f.code for f in k.findings] == ["CS101"]
+
+
 def test_a_warp_id_set_on_the_sides_of_a_host_branch_is_decided_per_warp():
     # `if n > 4: w = 1 else: w = None` leaves a select of the branch's condition, like `1 if n > 4
     # else None`: warp 0 never matches it, warp 1 exactly where `n > 4`.

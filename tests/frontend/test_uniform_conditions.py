@@ -507,22 +507,32 @@ def test_a_register_value_stored_on_both_sides_of_a_per_warp_branch_is_not_unifo
     assert shared_ids(m, 0)[-1] is None
 
 
-def test_a_compile_time_choice_between_an_input_and_a_register_copy_is_checked_per_value():
-    # `padded_offsets = runtime_padded_offsets` under `const_expr(self.flag)`: one configuration
-    # per value, each reading a uniform element.
-    m = model("""\
-        offsets = mA
-        if cutlass.const_expr(self.flag):
-            r = cute.make_rmem_tensor((1,), cutlass.Int32)
-            r[0] = cutlass.Int32(cute.size(mA.shape[0]))
-            offsets = r
-        total = offsets[self.threads - 1]
-        if total <= 0:
-            cute.arch.sync_threads()
-        """)
-    assert len(m.configs) == 2
-    for v in range(2):
-        assert shared_ids(m, 0, v) == shared_ids(m, 1, v) != [None]
+CHOSEN_OFFSETS = """\
+offsets = mA
+if cutlass.const_expr(self.flag):
+    r = cute.make_rmem_tensor((1,), cutlass.Int32)
+    r[0] = STORED
+    offsets = r
+total = offsets[self.threads - 1]
+if total <= 0:
+    cute.arch.sync_threads()
+"""
+
+
+def test_a_compile_time_choice_between_an_input_and_a_register_copy_reads_each_sides_element():
+    # `padded_offsets = runtime_padded_offsets` under `const_expr(self.flag)` (cuDNN's MoE GEMMs,
+    # whose other build options leave no room for a configuration per value): the read is the
+    # input's element where the flag is off and the register's where it is on, a select of the
+    # two, the same in every warp, in one configuration.
+    m = model(CHOSEN_OFFSETS.replace("STORED", "cutlass.Int32(cute.size(mA.shape[0]))"))
+    assert len(m.configs) == 1
+    assert shared_ids(m, 0) == shared_ids(m, 1) != [None]
+
+
+def test_a_chosen_register_holding_a_per_thread_value_is_not_uniform():
+    m = model(CHOSEN_OFFSETS.replace("STORED", "mA[tidx]"))
+    # (The read's own accesses follow the flag's branch; the branch on `total` is each warp's own.)
+    assert shared_ids(m, 0)[-1] is shared_ids(m, 1)[-1] is None
 
 
 def test_two_register_tensors_made_at_one_site_keep_their_own_values():

@@ -630,6 +630,13 @@ def _marks_last_trip(loop, stop: str, step: int) -> bool:
         return False
     last = cst_matchers.BinaryOperation(left=cst_matchers.Name(stop), operator=cst_matchers.Subtract(),
                                         right=cst_matchers.Integer(str(step)))
+    # `last = n - 1 if const_expr(srelu) else n - 2; if i == last:` (cuDNN's MoE GEMM epilogue,
+    # its step chosen on the same condition): a name the body sets to `n - step` on some side.
+    names = {a.targets[0].target.value for a in cst_matchers.findall(loop.body, cst_matchers.Assign(
+        targets=[cst_matchers.AssignTarget(target=cst_matchers.Name())]))
+        if cst_matchers.findall(a.value, last)}
+    if names:
+        last = last | cst_matchers.OneOf(*[cst_matchers.Name(n) for n in sorted(names)])
     index = cst_matchers.Name(target.value)
     test = cst_matchers.Comparison(left=index, comparisons=[cst_matchers.ComparisonTarget(
         operator=cst_matchers.Equal(), comparator=last)]) | cst_matchers.Comparison(
@@ -668,6 +675,15 @@ def _calls_in(node) -> tuple:
 
 class _NoKey(Exception):
     pass
+
+
+class _ChosenStep(Exception):
+    """A `for` loop's step is a select of numbers on a uniform condition not decided here
+    (interp `exec_for` runs the loop once per side of it)."""
+
+    def __init__(self, cond):
+        super().__init__("loop step chosen on a uniform condition")
+        self.cond = cond
 
 
 def _abstract(v, depth: int = 0):
@@ -1754,6 +1770,8 @@ class KernelInterp:
         self.env = self.merge_envs([envs[k] for k in going_on] or envs, node, select)
         self.reg_values = _common_entries([regs[k] for k in going_on] or regs)
         if select is not None:
+            self.reg_values.update(_one_sided_registers(regs0, [regs[k] for k in going_on],
+                                                        [envs[k] for k in going_on]))
             self.note_lost_registers([regs[k] for k in going_on], node, key, swapped)
         if attrs0 is not None:
             # `self.x` set differently on the two branches is unknown afterwards.
@@ -1875,12 +1893,6 @@ class KernelInterp:
                     # (`if const_expr(self.use_tma_KV): pipe = TmaUmma... else: pipe = AsyncUmma...`):
                     # after the branch they have no single value.
                     differ = True
-                if _is_const_expr_test(node) and any(isinstance(v, Rmem) for v in vals) and \
-                        any(isinstance(v, (Gmem, Smem)) for v in vals):
-                    # `offsets = mOffsets; if const_expr(single_group): offsets = regs` (cuDNN's MoE
-                    # GEMMs): what its elements read is uniform in one configuration (a kernel
-                    # input at a uniform index) and stored by the thread in the other.
-                    differ = True
         if differ and key is not None and self.ctx.splits is not None:
             self.ctx.splits.setdefault(self.cond_slot(key), (line, self.code(node.test) if
                                                               isinstance(node, cst.If) else "", negated))
@@ -1975,6 +1987,11 @@ class KernelInterp:
                 return Unknown(why, pending=_pending_of([select], terms))
             if all(t is not None or _pending(v) for v, t in zip(vals, terms)):
                 return Unknown(why, pending=_pending_of([select], terms, [_pending(v) for v in vals]))
+            if all(_choosable(v) for v in vals):
+                # cuDNN's MoE GEMMs: `if const_expr(single_group): offsets = regs` (a one-element
+                # register tensor) over the `offsets` kernel argument. Every thread reads through the
+                # same side, so a read at a uniform index is a select of the two sides' reads.
+                return Unknown(why, chosen=("sel", select, vals[0], vals[1]))
         return Unknown(why)
 
     def merge_lane_envs(self, env_then, env_else, tmask):
@@ -2006,6 +2023,12 @@ class KernelInterp:
 
     def loop_values(self, node, bound_node, start, stop, step, start_node=None):
         """The loop index values for `range(start, stop, step)`; runtime bounds are trip counts."""
+        chosen_step = None  # a step chosen on a uniform condition: this side's number (exec_for)
+        if _is_select_of_constants(step) and isinstance(node, cst.For):
+            chosen = self.decided_number(step)
+            if chosen is None:
+                raise _ChosenStep(Unknown("loop step", key=_truth(step.key[3])))
+            chosen_step, step = step, chosen
         if start_node is not None and not _is_int(start) and not isinstance(start, LaneVal) and _is_int(stop) \
                 and not isinstance(stop, bool) and step in (1, -1) and not self.configured_bound(self.code(bound_node)):
             # `range(n - 2, -1, -1)` (cuDNN's block-sparse attention walks its list backwards):
@@ -2082,7 +2105,8 @@ class KernelInterp:
                 # Not a per-thread loop `range(tid, n, THREADS)`: there the step is the number of
                 # threads, and reading `n` as T * THREADS everywhere would make every other loop
                 # over `n` (cuDNN's `write_thd_prefix_warp` over `batch`) hundreds of trips long.
-                self.registry.bound_lines.setdefault(bound_node.value, (first, st))
+                # (A chosen step is kept as the select: each side reads the bound with its own.)
+                self.registry.bound_lines.setdefault(bound_node.value, (first, st if chosen_step is None else chosen_step))
         if isinstance(stop, Unknown) and stop.key is not None and _is_int(start):
             try:
                 self.registry.bound_terms.setdefault(stop.key, (text, first, st))
@@ -2219,7 +2243,15 @@ class KernelInterp:
 
     def exec_for(self, stmt: cst.For):
         self.runtime_loop_text = None
-        values = self.iteration_values(stmt.iter, stmt)
+        try:
+            values = self.iteration_values(stmt.iter, stmt)
+        except _ChosenStep as e:
+            # `for i in range(0, n, 1 if const_expr(srelu) else 2): ... if i == n - step:` (cuDNN's
+            # MoE GEMM epilogue): with the step unknown, a trip count would not say which index is
+            # the last one. Every warp of the CTA takes the same step, so the loop runs once per
+            # value of its condition, in a branch on it (P14).
+            self.choice([lambda: self.exec_for(stmt), lambda: self.exec_for(stmt)], stmt, e.cond)
+            return
         index = stmt.target.value if isinstance(stmt.target, cst.Name) else None
         outer = self.runtime_indices.pop(index, None) if index is not None else None
         if index is not None and self.runtime_loop_text is not None:
@@ -2726,7 +2758,17 @@ class KernelInterp:
         if self.in_const_expr:  # a compile-time check on the trip count (`bound_value`)
             self.registry.const_bounds.add(text)
         first, st = self.registry.bound_lines.get(text, (0, 1))
+        if isinstance(st, Unknown):  # a step chosen on a uniform condition (exec_for)
+            st = self.decided_number(st)
+            if st is None:
+                return value
         return first + trips * st
+
+    def decided_number(self, v: Unknown) -> Optional[int]:
+        """The number a select of numbers denotes where this configuration or an enclosing branch
+        decides its conditions, else None."""
+        slot = self.cond_slot
+        return _eval_term(v.key, lambda c: self.ctx.conds.get(slot(c), self.facts.get(c)))
 
     def frame_env(self, frame: Frame) -> dict:
         return self.env if frame is self.frame else frame.env
@@ -3052,6 +3094,12 @@ class KernelInterp:
 
     def eval_Subscript(self, node):
         base = self.eval(node.value)
+        if isinstance(base, Unknown) and base.chosen is not None:
+            return self.per_side(base.chosen, lambda side: self.subscript(side, node), node)
+        return self.subscript(base, node)
+
+    def subscript(self, base, node):
+        """`base[...]` of `node`, `base` its evaluated value."""
         if isinstance(base, Smem) and base.tmem:
             return _tmem_subscript(self, base, node)
         if isinstance(base, Rmem):
@@ -4111,8 +4159,7 @@ class KernelInterp:
         conds = _select_conditions(v.key)
         if not conds:
             return v
-        slot = self.cond_slot
-        value = _eval_term(v.key, lambda c: self.ctx.conds.get(slot(c), self.facts.get(c)))
+        value = self.decided_number(v)
         if value is not None:
             return value
         self.split_on(conds, node)
@@ -4212,6 +4259,8 @@ class KernelInterp:
         def walk(t):
             if isinstance(t, P.PipeState) and t.alts is not None or isinstance(t, P.HandleSel):
                 t = t.alts
+            elif isinstance(t, Unknown) and t.chosen is not None:
+                t = t.chosen
             if not (isinstance(t, tuple) and len(t) == 4 and t[0] == "sel"):
                 saved_out, self.out = self.out, []
                 try:
@@ -4239,7 +4288,14 @@ class KernelInterp:
                 return ops, res_a
             if isinstance(res_a, (P.Handle, P.HandleSel)) and isinstance(res_b, (P.Handle, P.HandleSel)):
                 return ops, P.HandleSel(("sel", c, res_a, res_b))
-            return ops, Unknown("differs between the sides of a runtime branch")
+            why = "differs between the sides of a runtime branch"
+            terms = (_term(res_a), _term(res_b))
+            key = _combine("select", "branch", c, *terms) if None not in terms else None
+            if key is not None:
+                return ops, Unknown(why, key=key)
+            if _choosable(res_a) and _choosable(res_b):
+                return ops, Unknown(why, chosen=("sel", c, res_a, res_b))
+            return ops, Unknown(why)
 
         ops, result = walk(tree)
         for op in ops:
@@ -6342,6 +6398,31 @@ def h_make_rmem(it, args, kwargs, node):
     # also when one site (a helper's) makes several.
     it.registers_made += 1
     return Rmem(f"{sp.line}:{sp.column}#{it.registers_made}", single=True)
+
+
+def _choosable(v) -> bool:
+    """A tensor that a uniform branch may choose (Unknown.chosen)."""
+    return isinstance(v, (Rmem, Gmem)) or isinstance(v, Unknown) and v.chosen is not None
+
+
+def _one_sided_registers(before: dict, sides: list, envs: list) -> dict:
+    """The values of one-element register tensors that one side of a uniform branch made (none
+    before it) and no other side holds: after the branch they are read only through that side's
+    variables, or a tensor chosen on the branch (Unknown.chosen), so only where that side ran."""
+    kept = {}
+    for i, regs in enumerate(sides):
+        for reg, value in regs.items():
+            others = [j for j in range(len(sides)) if j != i]
+            if reg in before or any(reg in sides[j] or _holds_register(envs[j], reg) for j in others):
+                continue
+            kept[reg] = value
+    return kept
+
+
+def _holds_register(env: dict, reg: str) -> bool:
+    def holds(v):
+        return isinstance(v, Rmem) and v.key == reg or isinstance(v, (tuple, list)) and any(holds(x) for x in v)
+    return any(holds(v) for v in env.values())
 
 
 def _common_entries(dicts: list) -> dict:

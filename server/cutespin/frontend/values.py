@@ -40,6 +40,11 @@ class Unknown:
     # so that a use needing the number (a parity, an index) can still make each a configuration
     # of its own, where the branches fold and the value is known (interp `select_index`).
     pending: Any = field(default=(), compare=False, hash=False)
+    # A tensor that a uniform condition chose (`offsets = regs if const_expr(single) else
+    # mOffsets`, set on one side of the branch): ("sel", condition, where it holds, where not), each
+    # side a tensor or another such tree. A read through it is each side's read, selected on the
+    # condition (interp `eval_Subscript`); everything else sees an unknown value.
+    chosen: Any = field(default=None, hash=False)
 
     def __bool__(self):  # pragma: no cover - guard against accidental truthiness
         raise TypeError("Unknown has no truth value")
