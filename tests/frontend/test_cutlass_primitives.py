@@ -162,6 +162,7 @@ def test_register_only_primitives_and_grid_dependency_control_are_modeled():
 nvvm.griddepcontrol(nvvm.GridDepAction.WAIT)
 v = nvvm.redux_sync(cutlass.Int32(1), nvvm.ReductionKind.ADD, 0xFFFFFFFF)
 w = nvvm.prmt(v, v, 0x3210)
+x = nvvm.mul_bf16x2(w, w)
 nvvm.griddepcontrol(nvvm.GridDepAction.LAUNCH_DEPENDENTS)
 """)
     m = build_models(src, "k.py", Settings())[0]

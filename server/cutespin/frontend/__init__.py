@@ -11,13 +11,15 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Callable, Optional
 
 import libcst as cst
+import libcst.matchers as cst_matchers
 
 from .. import ir
 from ..config import Settings
 from . import interp as I
 from .discover import KernelSite, ModuleInfo, class_methods, discover, self_assignments
 from .project import Project
-from .values import (FULL_MASK, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET, CtaGroupOp, Gmem, ModuleRef, SelfObj, Smem,
+from .values import (FULL_MASK, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET, CtaGroupOp, FuncRef, Gmem, ModuleRef, Record,
+                     SelfObj, Smem,
                      TmaAtom, TmaInfo, Unknown)
 
 DEFAULT_LOOP_BOUND = 3
@@ -578,6 +580,61 @@ def _param_default(param: cst.Param, ann: str, name: str):
     return Unknown(f"host argument {name}")
 
 
+def _configuration_builder(info: ModuleInfo, read: set) -> Optional[tuple]:
+    """The module's one function annotated to return a class of its own (cuDNN frost's
+    `build_cfg(...) -> Mamba2BpropSummaryCfg`) that declares every attribute in `read`, as
+    (name, FunctionDef), else None."""
+    found = [(name, fn) for name, fn in info.functions.items()
+             if fn.returns is not None and isinstance(fn.returns.annotation, cst.Name)
+             and fn.returns.annotation.value in info.classes
+             and read <= _declared_fields(info.classes[fn.returns.annotation.value])]
+    return found[0] if len(found) == 1 else None
+
+
+def _declared_fields(cls: cst.ClassDef) -> set:
+    """The names a class body declares (`d_k: int`, `b_t: int = CFG.B_T`)."""
+    names = set()
+    for stmt in cls.body.body:
+        for small in getattr(stmt, "body", ()):
+            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                names.add(small.target.value)
+            elif isinstance(small, cst.Assign):
+                names.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
+    return names
+
+
+def _attributes_read(node: cst.CSTNode, name: str) -> set:
+    """The attributes `name.attr` that code reads or sets."""
+    return {a.attr.value for a in cst_matchers.findall(node, cst_matchers.Attribute(value=cst_matchers.Name(name)))}
+
+
+def _built_configuration(it, info: ModuleInfo, host: cst.FunctionDef, param: cst.Param, assumptions: list):
+    """A launcher's `cfg: cutlass.Constexpr` argument, built by the caller (outside the package's
+    kernels, so not seen) with the module's configuration builder: that builder's result with its
+    arguments unknown, so that what it fixes (warp roles, stage counts, the block it derives) folds.
+    None where no single builder returns a class declaring every attribute the launcher uses, or
+    the result is no object of that class."""
+    if "Constexpr" not in _annotation_text(param, info) or "[" in _annotation_text(param, info):
+        return None
+    read = _attributes_read(host.body, param.name.value)
+    builder = _configuration_builder(info, read) if read else None
+    if builder is None:
+        return None
+    name, fn = builder
+    kwargs = {p.name.value: Unknown(f"host argument {p.name.value}", key=I._leaf("host", f"{name}.{p.name.value}"))
+              for p in [*fn.params.params, *fn.params.kwonly_params] if p.default is None}
+    try:
+        built = it.inline(FuncRef(name, fn), [], kwargs, param)
+    except (I.Unsupported, I.NotCompiled, RecursionError):
+        return None
+    if not (isinstance(built, Record) and built.cls is not None
+            and built.cls.qualname.split(".")[-1] == fn.returns.annotation.value):
+        return None
+    assumptions.append(f"`{param.name.value}` (a compile-time argument the caller passes) is what the module's "
+                       f"`{name}(...)` builds, with arguments that are not known")
+    return built
+
+
 def _keep_host_terms(self_obj: Optional[SelfObj], folded: dict) -> None:
     """The launcher re-runs setup methods (`self._setup_attributes()`): an attribute it leaves
     unknown without a term keeps the host value's term `_fold_self` gave it, so that `subtile ==
@@ -645,6 +702,9 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
                 continue
             hit, pv = _pin_matches(n, pins, defaulted)
             it.env[n] = pv if hit else _param_default(p, _annotation_text(p, info), n)
+            built = None if hit else _built_configuration(it, info, host, p, assumptions)
+            if built is not None:
+                it.env[n] = built
         folded = dict(self_obj.attrs) if self_obj is not None else {}
         try:
             _exec_host_statements(it, host.body)

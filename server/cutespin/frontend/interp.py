@@ -2918,6 +2918,9 @@ class KernelInterp:
                              f"rendered) is taken at its default `{shown[:60]}`")
         return default
 
+    def _names_package_constant(self, qualname: str) -> bool:
+        return self.project is not None and isinstance(self.project.resolve(qualname), ModuleConst)
+
     def in_module(self, module, thunk, call_node=None):
         """Run `thunk` with `module` as the current module (spans, imports and constants come from
         it); entering a sibling module from the analyzed file anchors its spans at `call_node`.
@@ -2937,7 +2940,11 @@ class KernelInterp:
     def eval_Attribute(self, node):
         q = self.qualify(node)
         if q:
-            return LIBRARY_CONSTANTS.get(canonical(q)) or self.ref(q)
+            v = LIBRARY_CONSTANTS.get(canonical(q)) or self.ref(q)
+            if not (isinstance(v, ModuleRef) and self._names_package_constant(q.rsplit(".", 1)[0])):
+                return v
+            # `CFG.B_T` with `CFG = Cfg()` in a sibling module (cuDNN frost's configuration
+            # constants): the attribute of the object the constant holds.
         base = self.select_class(self.eval(node.value), node)
         attr = node.attr.value
         if isinstance(base, SelfObj):
@@ -7300,12 +7307,21 @@ def _is_numeric_type(qualname: str) -> bool:
 
 
 def h_isinstance(it, args, kwargs, node):
+    if len(args) == 2 and isinstance(args[1], tuple) and args[1]:
+        # `isinstance(init_count, (tuple, list))` (cuDNN frost's MBarrier.init): any of them.
+        answers = [h_isinstance(it, [args[0], kind], {}, node) for kind in args[1]]
+        if any(a is True for a in answers):
+            return True
+        return False if all(a is False for a in answers) else Unknown("isinstance")
     if len(args) != 2 or not isinstance(args[1], ModuleRef):
         return Unknown("isinstance")
     kinds = {"int": int, "bool": bool, "float": float, "tuple": tuple, "str": str}
     name, v = args[1].qualname, args[0]
     if isinstance(v, (Unknown, LaneVal)):
         return Unknown("isinstance")
+    if name == "list":
+        # Lists are kept as tuples: only a value that is no sequence is known not to be one.
+        return False if isinstance(v, (bool, int, float, str)) else Unknown("isinstance")
     if name == "type":
         # `isinstance(dst_or_dtype, type)`: a helper taking a dtype or a tensor (flash-attn's
         # `cvt_f16`): a dtype or class is a type; a tensor or a number is not.
@@ -7621,7 +7637,10 @@ PRIMITIVES_PURE = {"Tcgen05InstrDesc.build", "Tcgen05MxInstrDesc.build", "Tcgen0
                    "TmemAddr.from_row_col", "shfl_sync", "setmaxregister",
                    "prefetch_tensormap", "vote_sync", "redux_sync", "prmt", "mov_b32", "cvt_packfloat",
                    "cvt_packfloat_f32", "add_packed_f32x2", "sub_packed_f32x2", "mul_packed_f32x2",
-                   "fma_packed_f32x2", "popc", "bfind", "vote_ballot_sync", "vote_all_sync", "vote_any_sync"}
+                   "fma_packed_f32x2", "popc", "bfind", "vote_ballot_sync", "vote_all_sync", "vote_any_sync",
+                   # cuDNN frost's bf16 pair multiply; a TMA prefetch into L2 (it fills no shared
+                   # memory and signals no barrier); a wgmma shared-memory descriptor value.
+                   "mul_bf16x2", "cp_async_bulk_tensor_prefetch", "WgmmaSmemDesc"}
 
 
 def h_elect_sync(it, args, kwargs, node):
