@@ -19,8 +19,7 @@ from . import interp as I
 from .discover import KernelSite, ModuleInfo, class_methods, discover, self_assignments
 from .project import Project
 from .values import (FULL_MASK, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET, CtaGroupOp, FuncRef, Gmem, ModuleRef, Record,
-                     SelfObj, Smem,
-                     TmaAtom, TmaInfo, Unknown)
+                     SelfObj, Smem, TmaAtom, TmaInfo, Unknown)
 
 DEFAULT_LOOP_BOUND = 3
 # Trips of each runtime loop in the discovery run, which finds the loops (and the uniform

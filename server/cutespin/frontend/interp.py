@@ -2106,7 +2106,8 @@ class KernelInterp:
                 # threads, and reading `n` as T * THREADS everywhere would make every other loop
                 # over `n` (cuDNN's `write_thd_prefix_warp` over `batch`) hundreds of trips long.
                 # (A chosen step is kept as the select: each side reads the bound with its own.)
-                self.registry.bound_lines.setdefault(bound_node.value, (first, st if chosen_step is None else chosen_step))
+                step_read = st if chosen_step is None else chosen_step
+                self.registry.bound_lines.setdefault(bound_node.value, (first, step_read))
         if isinstance(stop, Unknown) and stop.key is not None and _is_int(start):
             try:
                 self.registry.bound_terms.setdefault(stop.key, (text, first, st))
@@ -7805,28 +7806,17 @@ def _positive_stride(step) -> Optional[dict]:
     return None
 
 
-def selected_state_field(st: P.PipeState, attr: str) -> object:
-    """`state.phase` (index, count) of a pipeline state selected on uniform conditions: the number
-    where every side agrees, else a select of the sides' numbers (a wait on it branches on the
-    same conditions, select_alternatives; a buffer index of it splits configurations)."""
-    if st.alts is None:
-        return getattr(st, attr)
-    _, cond, a, b = st.alts
-    va, vb = selected_state_field(a, attr), selected_state_field(b, attr)
-    if _same(va, vb):
-        return va
-    return Unknown("differs between the sides of a runtime branch",
-                   key=_combine("select", "branch", cond, _term(va), _term(vb)))
-
-
-def selected_handle_field(tree, attr: str) -> object:
-    """`handle.index` (phase, count) of a selected handle (P.HandleSel): as selected_state_field."""
-    if isinstance(tree, P.HandleSel):
-        tree = tree.alts
-    if isinstance(tree, P.Handle):
+def selected_field(tree, attr: str) -> object:
+    """`state.phase` (index, count) of a pipeline state, or `handle.index` of a handle, selected on
+    uniform conditions (PipeState.alts, P.HandleSel, or their ("sel", condition, a, b) trees): the
+    number where every side agrees, else a select of the sides' numbers (a wait on it branches on
+    the same conditions, select_alternatives; a buffer index of it splits configurations)."""
+    if isinstance(tree, P.PipeState) and tree.alts is None or isinstance(tree, P.Handle):
         return getattr(tree, attr)
+    if isinstance(tree, (P.PipeState, P.HandleSel)):
+        tree = tree.alts
     _, cond, a, b = tree
-    va, vb = selected_handle_field(a, attr), selected_handle_field(b, attr)
+    va, vb = selected_field(a, attr), selected_field(b, attr)
     if _same(va, vb):
         return va
     return Unknown("differs between the sides of a runtime branch",

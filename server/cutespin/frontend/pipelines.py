@@ -960,9 +960,9 @@ def attribute(v, attr: str):
         if v.unknown and attr != "stages":
             return Unknown(f"pipeline state: {v.unknown}")
         if v.alts is not None and attr in ("index", "phase", "count", "stages"):
-            from .interp import selected_state_field
+            from .interp import selected_field
 
-            return selected_state_field(v, attr)
+            return selected_field(v, attr)
         if attr in ("index", "phase", "count", "stages"):
             return getattr(v, attr)
     if isinstance(v, Handle):
@@ -971,9 +971,9 @@ def attribute(v, attr: str):
         if attr == "barrier":
             return _bar(v.pipe.full if v.side == "producer" else v.pipe.empty, v.index)
     if isinstance(v, HandleSel) and attr in ("index", "phase", "count"):
-        from .interp import selected_handle_field
+        from .interp import selected_field
 
-        return selected_handle_field(v.alts, attr)
+        return selected_field(v, attr)
     if isinstance(v, Participant) and attr in ("state",):
         return v.state
     return Unknown(f"attribute {attr}")
