@@ -84,7 +84,8 @@ def test_a_condition_an_early_exit_does_not_decide_stays_open():
     assert sum(isinstance(o, ir.Choice) for o in ir.walk(p.variants[0])) == 2
 
 
-LAST_PAIR = async_pipeline() + """\
+# Warp 0 fills one stage; warp 1 waits for it and must release it for the producer's tail.
+ONE_STAGE_HANDOFF = async_pipeline() + """\
 n = mA.shape[0]
 if warp_idx == 0:
     st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
@@ -95,6 +96,9 @@ if warp_idx == 0:
 if warp_idx == 1:
     cs = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
     pipe.consumer_wait(cs)
+"""
+
+LAST_PAIR = ONE_STAGE_HANDOFF + """\
     for i in cutlass.range(0, n, 2, unroll=1):
         if i == LAST:
             pipe.consumer_release(cs)
@@ -124,17 +128,7 @@ def test_a_comparison_that_is_not_the_last_trip_leaves_odd_bounds_in():
     assert check(src).verdict == "counterexample"
 
 
-CHOSEN_STEP = async_pipeline() + """\
-n = mA.shape[0]
-if warp_idx == 0:
-    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
-    pipe.producer_acquire(st)
-    pipe.producer_commit(st)
-    st.advance()
-    pipe.producer_tail(st)
-if warp_idx == 1:
-    cs = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
-    pipe.consumer_wait(cs)
+CHOSEN_STEP = ONE_STAGE_HANDOFF + """\
     step = 1 if cutlass.const_expr(self.srelu) else 2
     for i in cutlass.range(0, n, step, unroll=1):
         last = n - 1 if cutlass.const_expr(self.srelu) else LAST
