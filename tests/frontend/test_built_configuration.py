@@ -131,3 +131,13 @@ def test_no_builder_for_the_attributes_used_leaves_the_argument_unknown(tmp_path
     path.write_text(path.read_text().replace("-> KernelCfg:", ":"))
     m = build_models(path.read_text(), str(path), SETTINGS)[0]
     assert any("block size not foldable" in a for a in m.assumptions), m.assumptions
+
+
+def test_a_builder_whose_class_lacks_an_attribute_the_launcher_uses_is_not_taken(tmp_path):
+    # `cfg.threads_per_cta` is not declared by `KernelCfg` here: whatever the caller passes is no
+    # object of that class, so the block stays a guess and says so.
+    path = package(tmp_path)
+    path.write_text(path.read_text().replace("    threads_per_cta: int = 0\n", ""))
+    m = build_models(path.read_text(), str(path), SETTINGS)[0]
+    assert any("block size not foldable" in a for a in m.assumptions), m.assumptions
+    assert not any("build_cfg(...)` builds" in a for a in m.assumptions), m.assumptions

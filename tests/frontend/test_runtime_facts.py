@@ -152,6 +152,17 @@ def test_a_loop_whose_step_a_build_option_chooses_runs_once_per_step():
     consumer = next(p for p in m.processes if p.warp == 1)
     loops = [o for o in ir.walk(consumer.variants[0]) if isinstance(o, ir.Choice)]
     assert loops and loops[0].shared is not None  # every warp takes the step the build took
+    assert any("takes its step from a condition that is the same for every thread" in a for a in m.assumptions)
+    assert check(src).verdict == "verified"
+
+
+def test_a_step_chosen_on_a_negated_condition_is_decided_on_each_side():
+    # `2 if not const_expr(srelu) else 1`: the branch numbers `srelu` itself, and inside each side
+    # the negation must read that value (else the loop would raise for its step again and again).
+    src = chosen_step("n - 2").replace("step = 1 if cutlass.const_expr(self.srelu) else 2",
+                                       "step = 2 if not cutlass.const_expr(self.srelu) else 1")
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
     assert check(src).verdict == "verified"
 
 

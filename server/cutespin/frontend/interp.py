@@ -1834,7 +1834,9 @@ class KernelInterp:
         if key is not None:
             self.facts[key] = k == 0
         try:
-            if bodies[k] is not None:
+            if callable(bodies[k]):
+                bodies[k]()  # an operation run on one side (`choice` with callables)
+            elif bodies[k] is not None:
                 self.exec_block(bodies[k])
         finally:
             self.facts = saved_facts
@@ -2251,6 +2253,9 @@ class KernelInterp:
             # MoE GEMM epilogue): with the step unknown, a trip count would not say which index is
             # the last one. Every warp of the CTA takes the same step, so the loop runs once per
             # value of its condition, in a branch on it (P14).
+            self.registry.assume(f"the loop at line {self.span(stmt).line} (`{self.code(stmt.iter)[:60]}`) takes its "
+                                 f"step from a condition that is the same for every thread of the CTA (P14): it is "
+                                 f"checked once per step, every warp taking the same one")
             self.choice([lambda: self.exec_for(stmt), lambda: self.exec_for(stmt)], stmt, e.cond)
             return
         index = stmt.target.value if isinstance(stmt.target, cst.Name) else None
@@ -2769,7 +2774,12 @@ class KernelInterp:
         """The number a select of numbers denotes where this configuration or an enclosing branch
         decides its conditions, else None."""
         slot = self.cond_slot
-        return _eval_term(v.key, lambda c: self.ctx.conds.get(slot(c), self.facts.get(c)))
+
+        def taken(c):
+            base, negated = _strip_not(c)  # (the branch on `not c` keeps c's value: decided_condition)
+            value = self.ctx.conds.get(slot(base), self.facts.get(base))
+            return None if value is None else bool(value) != negated
+        return _eval_term(v.key, taken)
 
     def frame_env(self, frame: Frame) -> dict:
         return self.env if frame is self.frame else frame.env
@@ -5582,17 +5592,12 @@ def _text_options(choices: list) -> tuple:
 def _selected_strings(v) -> Optional[list]:
     """The strings an unknown chosen on uniform conditions may be (a select whose every arm is a
     string constant), or None."""
-    key = getattr(v, "key", None)
-
-    def leaves(k):
-        if is_select(k):
-            a, b = leaves(k[4]), leaves(k[5])
-            return None if a is None or b is None else a + b
-        if isinstance(k, tuple) and len(k) == 3 and k[0] == "k" and isinstance(k[2], str):
-            return [k[2]]
+    if not isinstance(v, Unknown) or not is_select(v.key):
         return None
-    found = leaves(key) if isinstance(v, Unknown) and key is not None else None
-    return list(dict.fromkeys(found)) if found else None
+    leaves = _select_leaves(v.key)
+    if not all(isinstance(k, tuple) and len(k) == 3 and k[0] == "k" and isinstance(k[2], str) for k in leaves):
+        return None
+    return list(dict.fromkeys(k[2] for k in leaves))
 
 
 def text_binop(op, a, b):
@@ -7640,8 +7645,8 @@ PRIMITIVES_PURE = {"Tcgen05InstrDesc.build", "Tcgen05MxInstrDesc.build", "Tcgen0
                    "cvt_packfloat_f32", "add_packed_f32x2", "sub_packed_f32x2", "mul_packed_f32x2",
                    "fma_packed_f32x2", "popc", "bfind", "vote_ballot_sync", "vote_all_sync", "vote_any_sync",
                    # cuDNN frost's bf16 pair multiply; a TMA prefetch into L2 (it fills no shared
-                   # memory and signals no barrier); a wgmma shared-memory descriptor value.
-                   "mul_bf16x2", "cp_async_bulk_tensor_prefetch", "WgmmaSmemDesc"}
+                   # memory and signals no barrier).
+                   "mul_bf16x2", "cp_async_bulk_tensor_prefetch"}
 
 
 def h_elect_sync(it, args, kwargs, node):
@@ -7882,11 +7887,16 @@ def _select_arm(key, cond_value):
     return key
 
 
+def _select_leaves(key) -> list:
+    """The terms a select may denote, one per arm (a term that is no select: itself)."""
+    if is_select(key):
+        return _select_leaves(key[4]) + _select_leaves(key[5])
+    return [key]
+
+
 def _class_leaves(key) -> bool:
     """A select whose every arm is a package class (`_term` of a ClassRef)."""
-    if is_select(key):
-        return _class_leaves(key[4]) and _class_leaves(key[5])
-    return isinstance(key, tuple) and len(key) == 3 and key[0] == "class"
+    return all(isinstance(k, tuple) and len(k) == 3 and k[0] == "class" for k in _select_leaves(key))
 
 
 def _is_class_select(v) -> bool:
