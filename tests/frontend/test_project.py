@@ -122,6 +122,17 @@ def test_imported_helpers_verified(handoff):
     assert k.model.deps == [str((PKG / "sync.py").resolve())]
 
 
+def test_a_buffer_not_saved_yet_resolves_its_siblings_like_a_saved_file(require_spin):
+    # An editor's new file in the package (or one renamed but not yet written) is checked from
+    # its text: its imports resolve from the folder it will be saved in.
+    unsaved = PKG / "handoff_unsaved_copy.py"
+    assert not unsaved.exists()
+    result = api.check_source((PKG / "handoff.py").read_text(), str(unsaved), SETTINGS, with_fixes=False)
+    k = next(k for k in result.kernels if k.qualname == "Handoff.kernel")
+    assert k.verdict == "verified", k.reason
+    assert k.model.deps == [str((PKG / "sync.py").resolve())]
+
+
 def test_deadlock_inside_a_sibling_helper_is_located_there(handoff):
     k = handoff["HandoffStuck.kernel"]
     assert k.verdict == "counterexample"

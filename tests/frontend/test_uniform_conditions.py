@@ -6,7 +6,7 @@ a condition that may differ between warps or lanes stays an independent choice p
 """
 import textwrap
 
-from cutespin import ir
+from cutespin import api, ir
 from cutespin.config import Settings
 from cutespin.frontend import build_models
 from tests.kernels import kernel_source
@@ -570,3 +570,73 @@ def test_size_of_a_per_lane_value_stays_per_lane():
             cute.arch.sync_threads()
         """)
     assert shared_ids(m, 0) == shared_ids(m, 1) == [None]  # a choice of each warp's own
+
+
+# A stage (index, phase) a helper advances, as cuDNN's frost kernels keep theirs, flipped on every
+# trip inside `if const_expr(option):` where the option is a host value that does not fold.
+STAGE_HELPERS = """
+from typing import NamedTuple
+
+
+class Stage(NamedTuple):
+    idx: object
+    phase: object
+
+
+@cute.jit
+def next_stage(st, stages):
+    nxt = st.idx + cutlass.Int32(1)
+    return Stage(idx=nxt % cutlass.Int32(stages), phase=st.phase ^ (nxt // cutlass.Int32(stages)))
+
+
+@cute.jit
+def spin_wait(bar, phase):
+    while not cute.arch.mbarrier_try_wait(bar, phase):
+        pass
+"""
+
+PING_PONG_UNDER_AN_OPTION = """\
+smem = cutlass.utils.SmemAllocator()
+full = smem.allocate_array(cutlass.Int64, num_elems=1)
+empty = smem.allocate_array(cutlass.Int64, num_elems=1)
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp_idx == 0:
+    cute.arch.mbarrier_init(full, 32)
+    cute.arch.mbarrier_init(empty, 32)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+st = Stage(idx=cutlass.Int32(0), phase=cutlass.Int32(0))
+for i in cutlass.range_constexpr(8):
+    if cutlass.const_expr(self.dual):
+        if warp_idx == 0:
+            spin_wait(empty, st.phase ^ 1)
+            cute.arch.mbarrier_arrive(full)
+        if warp_idx == 1:
+            spin_wait(full, st.phase)
+            cute.arch.mbarrier_arrive(empty)
+        st = next_stage(st, 1)
+"""
+
+
+def ping_pong_under_an_option(body: str) -> str:
+    return kernel_source(body, init="self.dual = act_from_host()").replace(
+        "\n\nclass K:", STAGE_HELPERS + "\n\nclass K:", 1)
+
+
+def test_a_phase_flipped_on_every_trip_under_one_option_stays_one_select():
+    # After each trip the phase is `select(dual, flipped, unchanged)` of the previous one; the
+    # selects on `dual` inside the arms are cut to the arm `dual` takes there, so eight trips
+    # stay one select of two numbers. Doubling per trip, the term grew past its size limit and
+    # the condition had to become a configuration (which a frost kernel then could not make:
+    # its wait's parity stayed unknown).
+    src = ping_pong_under_an_option(PING_PONG_UNDER_AN_OPTION)
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled
+    assert all(not c.conds for c in m.configs)
+    settings = Settings().with_overrides(verify_fixes=False)
+    assert api.check_source(src, "k.py", settings, with_fixes=False).kernels[0].verdict == "verified"
+    # The producer waiting on the phase itself (not the one before) deadlocks where `dual` holds.
+    bad = ping_pong_under_an_option(PING_PONG_UNDER_AN_OPTION.replace("spin_wait(empty, st.phase ^ 1)",
+                                                                       "spin_wait(empty, st.phase)"))
+    k = api.check_source(bad, "k.py", settings, with_fixes=False).kernels[0]
+    assert k.verdict == "counterexample" and [f.code for f in k.findings] == ["CS101"]

@@ -1982,9 +1982,9 @@ class KernelInterp:
         if select is not None and len(vals) == 2:
             terms = [_term(v) for v in vals]
             if None not in terms:
-                key = _combine("select", "branch", select, *terms)
+                key = _select_term("branch", select, *terms)
                 if key is not None:
-                    return Unknown(why, key=key)
+                    return _term_value(key, why)
                 # Past the size limit: the conditions it selected on are kept for its uses.
                 return Unknown(why, pending=_pending_of([select], terms))
             if all(t is not None or _pending(v) for v, t in zip(vals, terms)):
@@ -3205,7 +3205,7 @@ class KernelInterp:
             return LaneVal(tuple(av[i] if c.vals[i] else bv[i] for i in range(32)))
         if _same(a, b):
             return a
-        return Unknown("runtime select", key=_combine("select", "ifexp", _term(c), _term(a), _term(b)))
+        return _term_value(_select_term("ifexp", _term(c), _term(a), _term(b)), "runtime select")
 
     def eval_UnaryOperation(self, node):
         v = self.eval(node.expression)
@@ -4308,9 +4308,9 @@ class KernelInterp:
                 return ops, P.HandleSel(("sel", c, res_a, res_b))
             why = "differs between the sides of a runtime branch"
             terms = (_term(res_a), _term(res_b))
-            key = _combine("select", "branch", c, *terms) if None not in terms else None
+            key = _select_term("branch", c, *terms) if None not in terms else None
             if key is not None:
-                return ops, Unknown(why, key=key)
+                return ops, _term_value(key, why)
             if _choosable(res_a) and _choosable(res_b):
                 return ops, Unknown(why, chosen=("sel", c, res_a, res_b))
             return ops, Unknown(why)
@@ -7824,8 +7824,50 @@ def selected_field(tree, attr: str) -> object:
     va, vb = selected_field(a, attr), selected_field(b, attr)
     if _same(va, vb):
         return va
-    return Unknown("differs between the sides of a runtime branch",
-                   key=_combine("select", "branch", cond, _term(va), _term(vb)))
+    return _term_value(_select_term("branch", cond, _term(va), _term(vb)),
+                       "differs between the sides of a runtime branch")
+
+
+def _select_term(how: str, cond, a, b):
+    """The term ("select", size, how, cond, a, b): `a` where `cond` holds, else `b`. Selects on the
+    same condition inside the arms are cut to the arm the condition takes there, so a value a loop
+    keeps updating under one condition (a phase flipped on each trip inside `if
+    const_expr(cfg.use_dstate_in):`, the flag a host value that did not fold) stays one select
+    rather than doubling per trip past MAX_TERM_SIZE; arms that then agree are that arm."""
+    if cond is None or a is None or b is None:
+        return None
+    base, negated = _strip_not(_truth(cond))
+    a, b = _decided(a, base, not negated), _decided(b, base, negated)
+    if a == b:
+        return a
+    return _combine("select", how, cond, a, b)
+
+
+def _term_value(key, why: str):
+    """The value a uniform term stands for: the constant of a literal leaf (a select whose arms
+    agree once cut, see `_select_term`), else an unknown with that term."""
+    if key is not None and key[0] == "k" and _is_literal(key[2]):
+        return key[2]
+    return Unknown(why, key=key)
+
+
+def _decided(key, cond, holds: bool):
+    """`key` with each select on `cond` (or on its negation) in it replaced by the arm it takes
+    when `cond` is `holds`; selects on other conditions and arithmetic are rebuilt around it."""
+    if not isinstance(key, tuple) or len(key) < 4 or key[0] not in ("select", "op"):
+        return key
+    if is_select(key):
+        base, negated = _strip_not(_truth(key[3]))
+        if base is not None and base == cond:
+            return _decided(key[4] if holds != negated else key[5], cond, holds)
+        a, b = _decided(key[4], cond, holds), _decided(key[5], cond, holds)
+        if a is key[4] and b is key[5]:
+            return key
+        return a if a == b else _combine("select", key[2], key[3], a, b)
+    parts = [_decided(k, cond, holds) for k in key[3:]]
+    if all(p is k for p, k in zip(parts, key[3:])):
+        return key
+    return _combine(key[0], key[2], *parts)
 
 
 def _strip_not(key) -> tuple:

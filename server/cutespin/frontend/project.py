@@ -175,7 +175,9 @@ class Project:
     @staticmethod
     def for_file(path: str, extra_paths: tuple = ()) -> Optional["Project"]:
         p = Path(path)
-        if not path or not p.is_file():
+        # A file not (or not yet) on disk, an editor's new buffer or a test's source, resolves like
+        # one saved there, so that its own module's classes and helpers behave the same.
+        if not path or not (p.is_file() or not p.exists() and p.suffix == ".py" and p.resolve().parent.is_dir()):
             return None
         root, name = package_root(p)
         return Project(root, name, str(p.resolve()), max_modules=MAX_MODULES,
