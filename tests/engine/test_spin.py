@@ -341,6 +341,44 @@ def test_check_model_correct_model_is_ok(tools):
     assert res.steps == [] and res.blocked == []
 
 
+def wide_state_model(nbytes: int) -> str:
+    """A correct model whose state vector is about `nbytes` bytes (one global byte array)."""
+    return textwrap.dedent(f"""\
+        byte wide[{nbytes}];
+        active proctype A() {{ wide[0] = 1; wide[{nbytes - 1}] = wide[0] + 1 }}
+        active proctype B() {{ (wide[{nbytes - 1}] == 2) }}
+    """)
+
+
+def compiles_of(monkeypatch) -> list:
+    """The compiler commands check_model runs, recorded as it runs them."""
+    from cutespin.engine import spin as spin_mod
+    seen, real = [], spin_mod._run
+
+    def recording(cmd, *args, **kwargs):
+        if any(str(a).startswith("-DVECTORSZ=") for a in cmd):
+            seen.append(cmd)
+        return real(cmd, *args, **kwargs)
+    monkeypatch.setattr(spin_mod, "_run", recording)
+    return seen
+
+
+def test_a_state_vector_of_tens_of_kilobytes_needs_one_build_of_pan(tools, monkeypatch):
+    # cuDNN's frost kernels have states of 4 to 20 KB: built first for 2 or 4 KB, pan stopped at
+    # once and was built again, and the second build used up their time bound.
+    builds = compiles_of(monkeypatch)
+    res = check_model(wide_state_model(20_000), tools, timeout=60)
+    assert res.status == "ok", res.raw
+    assert len(builds) == 1
+
+
+def test_a_state_vector_larger_than_the_first_build_gets_a_second(tools, monkeypatch):
+    builds = compiles_of(monkeypatch)
+    res = check_model(wide_state_model(70_000), tools, timeout=60)
+    assert res.status == "ok", res.raw
+    assert len(builds) == 2
+
+
 def test_check_model_timeout_is_incomplete_and_kills_pan(tools, work_dirs):
     t0 = time.monotonic()
     res = check_model(HUGE_PML, tools, timeout=1, depth=1_000_000)

@@ -242,6 +242,11 @@ def _hash_width(expected_states: int) -> int:
 
 # Builds of pan with a larger state vector after pan reports VECTORSZ too small.
 VECTOR_ATTEMPTS = 3
+# The state vector pan is first built for. pan sizes a few buffers by it but stores and hashes each
+# state at its real size: a model of 4.4 KB states took the same time and memory built at 16 KB and
+# at 64 KB, a model of 200-byte states the same at 2 KB and 64 KB (tcc, 2026-12-05). Large corpus
+# models (cuDNN's frost kernels) need more than 4 KB, and a rebuild cost them their time bound.
+INITIAL_VECTORSZ = 65536
 
 
 def compile_command(tools: Tools, memory_mb: int, vectorsz: int) -> list:
@@ -282,7 +287,7 @@ def check_model(text: str, tools: Tools, *, timeout: float = 20.0, depth: int = 
             raise ToolError(f"`{tools.spin} -a` failed (exit {rc}) without building a verifier: the SPIN "
                             f"installation looks broken; reinstall it (`sudo apt-get install spin`). Its output:\n"
                             f"{out.strip()[-1000:]}")
-        vectorsz = 4096 if len(text) > 50_000 else 2048
+        vectorsz = INITIAL_VECTORSZ
         for attempt in range(VECTOR_ATTEMPTS):
             t0 = time.monotonic()
             cc = compile_command(tools, memory_mb, vectorsz)
