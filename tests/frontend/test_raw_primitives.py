@@ -52,9 +52,11 @@ n = mA.shape[0]
 """
 
 
-def ring(flip_producer_phase: bool = True) -> str:
+def ring(flip_producer_phase: bool = True, releases: str = "1", stages: str = "STAGES", top: str = "") -> str:
+    """A producer warp and a consumer warp over a ring of `stages`; the consumer arrives `releases`
+    times on each stage's `empty` barrier (of count 1)."""
     flip = "phase = phase ^ 1" if flip_producer_phase else "pass"
-    return kernel(RING_SETUP + f"""\
+    return kernel((RING_SETUP + f"""\
 if warp == 0:
     phase = cutlass.Int32(1)
     for k in cutlass.range(n):
@@ -74,8 +76,9 @@ else:
         while not prims.mbarrier_try_wait_parity(full.subview(s), phase, time_limit=10_000_000):
             pass
         if prims.elect_sync():
-            prims.mbarrier_arrive(empty.subview(s))
-""")
+            for _ in cutlass.range_constexpr({releases}):
+                prims.mbarrier_arrive(empty.subview(s))
+""").replace("STAGES", stages), top=top)
 
 
 def test_a_ring_of_smem_arrays_with_spin_waits_is_modeled_and_verified(require_spin):
@@ -146,6 +149,46 @@ def test_template_parameters_take_their_default_and_say_so(require_spin):
     assert not m.unmodeled, m.unmodeled
     assert len(m.barriers) == 4  # RING = Params().stages = 2 full and 2 empty barriers
     assert any("FROST_TEMPLATE_PARAMS" in a and "default `Params()`" in a for a in m.assumptions), m.assumptions
+
+
+ROW_TABLE = """
+from typing import NamedTuple
+
+
+class Params(NamedTuple):
+    tile: tuple = (128, 256)
+
+
+class Row(NamedTuple):
+    stages: int
+    dtype: object
+
+
+PARAMS = globals().get("FROST_TEMPLATE_PARAMS", Params())
+# Rows keyed by a tuple, picked by a template parameter (cuDNN's bprop GEMM fork, `_TILE_ROWS`).
+_ROWS = {(128, 256): Row(stages=3, dtype=cutlass.Float16), (256, 256): Row(stages=2, dtype=cutlass.Float32)}
+_ROW = _ROWS[tuple(getattr(PARAMS, "tile", (256, 256)))]
+RING = _ROW.stages
+"""
+
+
+def test_a_row_picked_by_a_tuple_key_gives_the_ring(require_spin):
+    src = ring(stages="RING", top=ROW_TABLE)
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    assert len(m.barriers) == 6  # the (128, 256) row: 3 stages of full and empty
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+
+
+def test_a_dtype_width_folds_where_the_row_picks_the_dtype(require_spin):
+    # `width // 16` releases per stage: one for the Float16 row, two for the Float32 row, which
+    # complete `empty` ahead of the producer.
+    src = ring(releases="_ROW.dtype.width // 16", top=ROW_TABLE)
+    assert not model(src).unmodeled
+    assert check(src).verdict == "verified"
+    r = check(ring(releases="_ROWS[(256, 256)].dtype.width // 16", top=ROW_TABLE))
+    assert r.verdict == "counterexample", r.reason
 
 
 def mma_pipeline(commit_before_mma: bool = False) -> str:

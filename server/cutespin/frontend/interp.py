@@ -538,6 +538,15 @@ def _assigns_attribute(node) -> bool:
 
 
 @functools.lru_cache(maxsize=8192)
+def _folded_key(value) -> bool:
+    """A dict key the interpreter can look up: a string, an int (not a bool, which would meet the
+    int keys 0 and 1), or a tuple of folded keys and bools (the bprop GEMM fork's
+    `_TILE_ROWS[(512, 512)]`)."""
+    if isinstance(value, tuple):
+        return all(isinstance(v, bool) or _folded_key(v) for v in value)
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
 def _subscript_store_bases(node) -> frozenset:
     """The local names a node stores into by subscript (`d["n"] = x`, `acc[i] += y` -> d, acc)."""
     found = set()
@@ -961,7 +970,9 @@ class WarpContext:
 LIBRARY_CONSTANTS = {"arch.WARP_SIZE": 32, "math.inf": float("inf"),
                      # `-Float32.inf`, the identity of a max-reduction: a constant, so that a
                      # branch on `row_max == neg_inf` is one comparison for every thread (P14).
-                     **{f"{t}.inf": float("inf") for t in ("Float32", "Float16", "BFloat16", "Float64")}}
+                     **{f"{t}.inf": float("inf") for t in ("Float32", "Float16", "BFloat16", "Float64")},
+                     # `ab_dtype.width // 8`: the bytes a TMA stage expects (cuDNN's bprop GEMM fork).
+                     **{f"{t}.width": bits for t, bits in DTYPE_BITS.items()}}
 
 BINOPS = {
     cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
@@ -1529,7 +1540,7 @@ class KernelInterp:
                 return
             if isinstance(base, dict):
                 key = self.eval_index(target)
-                if isinstance(key, (str, int)):
+                if isinstance(key, (str, int)) or _folded_key(key):
                     base[key] = value
                 elif any(_holds_memory(v) for v in [value, *base.values()]):
                     self.unmodeled(node, "subscript", "a store into a dict of buffers or barriers at a key that does "
@@ -2974,6 +2985,8 @@ class KernelInterp:
                 return ModuleRef(f"{base.qualname}.{attr}")
             q = f"{base.qualname}.{attr}"
             return LIBRARY_CONSTANTS.get(canonical(q)) or self.ref(q)
+        if isinstance(base, DType) and attr == "width":
+            return base.bits
         if isinstance(base, ClassRef):
             return self.class_attribute(base, attr)
         if isinstance(base, Record):
@@ -3086,8 +3099,7 @@ class KernelInterp:
         `_MAKE_CFG = {32: make_cfg_d32, 64: ..., 128: ...}` picked by a template parameter), so
         that a key that did not fold can never be the one a lookup misses."""
         items = [(self.eval(el.key), el.value) for el in node.elements if isinstance(el, cst.DictElement)]
-        all_fold = len(items) == len(node.elements) and all(
-            isinstance(k, (str, int)) and not isinstance(k, bool) for k, _ in items)
+        all_fold = len(items) == len(node.elements) and all(_folded_key(k) for k, _ in items)
         return {k: self.eval(v) for k, v in items if isinstance(k, str) or all_fold}
 
     def eval_Tuple(self, node):
@@ -3145,7 +3157,7 @@ class KernelInterp:
             except IndexError:
                 return Unknown("index out of range")
         if isinstance(base, dict):
-            if isinstance(idx, (str, int)) and idx in base:
+            if _folded_key(idx) and idx in base:
                 return base[idx]
             if any(_holds_memory(v) for v in base.values()):
                 self.unmodeled(node, "subscript", "a dict holding buffers or barriers, at a key that does not fold")
