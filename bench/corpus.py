@@ -130,6 +130,12 @@ def extra_paths_for(root: Path, roots: dict) -> list:
     return [str(roots[name]) for name in sorted(requirements(root)) if name in roots and roots[name] != root]
 
 
+def cached_roots(cache: Path) -> dict:
+    """The unpacked source folder of each pinned package the cache holds, by package name."""
+    return {name: cache / "src" / f"{name}-{version}" for name, version in PINNED
+            if (cache / "src" / f"{name}-{version}").exists()}
+
+
 def check_one(path: str, timeout: float, extra: tuple = ()) -> dict:
     """Run in a child process: check one file, report results, wall time and peak memory."""
     import resource
@@ -233,9 +239,6 @@ def main(argv=None) -> int:
 
     packages = []
     only = set(args.only.split(",")) if args.only else None
-    # Every pinned package already in the cache, by name: what another one may require.
-    roots = {name: args.cache / "src" / f"{name}-{version}" for name, version in PINNED
-             if (args.cache / "src" / f"{name}-{version}").exists()}
     for name, version in PINNED:
         if only and name not in only:
             continue
@@ -246,6 +249,9 @@ def main(argv=None) -> int:
             continue
         if root.exists():
             packages.append((f"{name} {version}", root))
+    # Every pinned package in the cache, by name: what another one may require. Looked up after
+    # the downloads, so that a first run on an empty cache gives flash-attn-4 its quack-kernels.
+    roots = cached_roots(args.cache)
     if args.cutlass:
         ex = args.cutlass / "examples" / "python" / "CuTeDSL"
         packages.append(("cutlass examples", ex if ex.exists() else args.cutlass))

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from .kernels import kernel_source
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 
@@ -75,3 +77,59 @@ def test_corpus_benchmark_checks_a_folder_and_writes_per_kernel_json(tmp_path):
     [result] = dump["cutlass examples"]
     assert result["error"] is None
     assert [k["verdict"] for k in result["kernels"]] == ["counterexample"]
+
+
+HANDOFF_HELPER = """\
+import cutlass.cute as cute
+
+
+@cute.jit
+def handoff(bar, warp):
+    if warp == 0:
+        cute.arch.mbarrier_arrive(bar)
+    else:
+        cute.arch.mbarrier_wait(bar, 0)
+"""
+
+CALLS_THE_HELPER = """\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, num_elems=1)
+tidx, _, _ = cute.arch.thread_idx()
+if tidx == 0:
+    cute.arch.mbarrier_init(bar, 32)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+handoff(bar, cute.arch.make_warp_uniform(cute.arch.warp_idx()))
+"""
+
+
+def test_a_package_gets_the_corpus_packages_it_requires_even_when_they_download_in_the_same_run(
+        tmp_path, monkeypatch, capsys):
+    # On an empty cache the requirement was looked up before anything was downloaded: the first
+    # run checked flash-attn-4 without quack-kernels, so every quack helper was an unknown call.
+    corpus = load("corpus")
+    pinned = dict(corpus.PINNED)
+    sources = {
+        "quack-kernels": {"quack/__init__.py": "", "quack/sync.py": HANDOFF_HELPER},
+        "flash-attn-4": {
+            "flash_attn_4-0.dist-info/METADATA": "Name: flash-attn-4\nRequires-Dist: quack-kernels>=0.6\n",
+            "flash_attn/__init__.py": "",
+            "flash_attn/k.py": kernel_source(CALLS_THE_HELPER).replace(
+                "import cutlass\n", "import cutlass\nfrom quack.sync import handoff\n", 1)},
+    }
+
+    def fake_fetch(cache, name, version):  # what pip download and unpacking leave in the cache
+        dest = cache / "src" / f"{name}-{version}"
+        for rel, text in sources[name].items():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            (dest / rel).write_text(text)
+        return dest
+
+    monkeypatch.setattr(corpus, "fetch", fake_fetch)
+    out = tmp_path / "out.json"
+    assert corpus.main(["--only", "quack-kernels,flash-attn-4", "--cache", str(tmp_path / "cache"),
+                        "--timeout", "10", "--json", str(out)]) == 0
+    assert f"quack-kernels-{pinned['quack-kernels']}" in capsys.readouterr().err
+    [result] = json.loads(out.read_text())[f"flash-attn-4 {pinned['flash-attn-4']}"]
+    [k] = result["kernels"]
+    assert (k["verdict"], k["unmodeled"]) == ("verified", [])
