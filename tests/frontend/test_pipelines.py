@@ -829,12 +829,32 @@ def test_two_cta_multicast_of_unknown_bytes_is_verified(require_spin):
     assert result.kernels[0].verdict == "verified", result.kernels[0].reason
 
 
-def test_two_cta_multicast_to_both_ctas_of_a_pair_is_unmodeled():
-    # Multicast along V: both destinations complete on one leader's barrier, which counting per
-    # copy cannot attribute.
+def test_two_cta_multicast_to_both_ctas_of_a_pair_counts_every_copy_to_the_pair_on_the_leader():
+    # Multicast along V (cuDNN's MXFP8 prefill sends each CTA's half of the scale factors to the
+    # pair): both destinations complete on the leader's barrier, which receives, per destination,
+    # one copy from each CTA of the pair. Each of the leader's two copies counts 2 units.
     m = build_models(_pair_multicast_source(0), "k.py", Settings())[0]
-    assert ("TMA multicast", "the bytes of the destination tile are not known") in [
-        (u.construct, u.why) for u in m.unmodeled], m.unmodeled
+    assert not m.unmodeled, m.unmodeled
+    for cta in (0, 2):
+        ops = list(ir.walk(next(p for p in m.processes if p.cta == cta and p.warp == 0).variants[0]))
+        assert [o.tx for o in ops if isinstance(o, ir.MbArrive) and o.tx] == [4]
+        own = [o for o in ops if isinstance(o, ir.TmaLoad) and o.bar.cta == cta]
+        assert [(o.pair, o.mcast) for o in own] == [(False, 2), (False, 2)]
+    assert any(a.startswith("multicast TMA: the expected bytes on") for a in m.assumptions)
+
+
+def test_two_cta_multicast_to_both_ctas_of_a_pair_is_verified_and_a_missing_peer_copy_deadlocks(require_spin):
+    result = api.check_source(_pair_multicast_source(0), "k.py", Settings(verify_fixes=False), with_fixes=False)
+    assert result.kernels[0].verdict == "verified", result.kernels[0].reason
+    # The peer skips its copy: the leader's barrier gets 2 of the 4 copies it expects.
+    src = _pair_multicast_source(0).replace(
+        "        cute.copy(tma_atom, mA, buf, tma_bar_ptr=ab.producer_get_barrier(st), mcast_mask=mask)",
+        "        if rank % 2 == 0:\n"
+        "            cute.copy(tma_atom, mA, buf, tma_bar_ptr=ab.producer_get_barrier(st), mcast_mask=mask)")
+    assert "if rank % 2 == 0:" in src
+    result = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False)
+    assert result.kernels[0].verdict == "counterexample", result.kernels[0].reason
+    assert "CS101" in [f.code for f in result.kernels[0].findings]
 
 
 def test_barrier_array_arrive_of_a_clc_fetch_pipeline_is_unmodeled_not_a_crash():

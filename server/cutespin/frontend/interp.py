@@ -6784,18 +6784,24 @@ def _tma_multicast(it, bar: Smem, dst, mask, node, pair=False):
         # the same copies to it (the symmetric multicast of a tile split across the cluster):
         # assumed and stated (`_units_in`), and only where the issuing CTA is in its own mask.
         # A cta_group::2 multicast (the pair's two CTAs each multicast their half along the same
-        # group) completes on the pair leaders' barriers: the leader's counts twice as many units,
-        # which holds only where no two destinations share a leader.
+        # group) completes on the pair leaders' barriers: the leader's counts twice as many units
+        # where no two destinations share a leader. Where they do (both CTAs of a pair in the
+        # mask: cuDNN's MXFP8 prefill multicasts each CTA's half of the scale factors to the
+        # pair), the leader's barrier receives, for each destination of its pair, one copy from
+        # each CTA of the group: each of the leader's copies counts that many units, no pair
+        # doubling.
         shared_leader = pair and len({_pair_leader(it, base + r) for r in ranks}) < len(ranks)
-        if not isinstance(dst, Smem) or shared_leader or (it.ctx.cta - base) not in ranks:
+        if not isinstance(dst, Smem) or (it.ctx.cta - base) not in ranks:
             it.unmodeled(node, "TMA multicast", "the bytes of the destination tile are not known")
             return None
         mcast = len(ranks)
+    else:
+        shared_leader = False
     for r in ranks:
         cta = base + r
         at = _pair_leader(it, cta) if pair else cta
         it.emit(RawTmaLoad(it.span(node), bar.at(cta=at, remote=at != it.ctx.cta), dst.at(cta=cta), it.mask,
-                           pair=pair and at == it.ctx.cta, mcast=mcast))
+                           pair=pair and at == it.ctx.cta and not shared_leader, mcast=mcast))
     return None
 
 
