@@ -2191,6 +2191,39 @@ class KernelInterp:
             return result != negated
         return None
 
+    def bound_decided(self, key) -> Optional[bool]:
+        """A comparison of uniform terms whose difference is a runtime loop bound of step 1 times
+        n, plus a constant: in a trip-count configuration the bound has its value (P9), so the
+        comparison has one answer. frost's reverse chunk loop `for rev in range(compute_end -
+        write_start)` does `if compute_end - 1 - rev >= write_start + 1:` (every chunk but the
+        last), and the pipeline states advanced under it stay known."""
+        if not isinstance(key, tuple) or len(key) < 4:
+            return None
+        if key[0] == "not":
+            r = self.bound_decided(key[3])
+            return None if r is None else not r
+        if key[0] != "cmp" or len(key) != 5 or key[2] not in _COMPLEMENT:
+            return None
+        lhs, rhs = _linear(key[3]), _linear(key[4])
+        if lhs is None or rhs is None:
+            return None
+        diff = {t: v for t, v in _lin_sub(lhs, rhs).items() if v}
+        const = diff.pop(None, 0)
+        if not diff:
+            return None
+        for term, (text, first, step) in list(self.registry.bound_terms.items()):
+            bound = _linear(term)
+            if step != 1 or bound is None:
+                continue
+            offset = bound.pop(None, 0)
+            n = _multiple(diff, bound)
+            if not n:
+                continue
+            value = n * (first + self.ctx.trips.get(text, self.ctx.trip_bound) - offset) + const
+            return {"lt": value < 0, "le": value <= 0, "gt": value > 0, "ge": value >= 0, "eq": value == 0,
+                    "ne": value != 0}[key[2]]
+        return None
+
     def break_tolerant(self, node) -> bool:
         """A loop whose text names no synchronization: a runtime `break` in it is taken as the end
         of that trip only, and `end_loop` checks that the trips emitted nothing but loads and
@@ -2606,6 +2639,10 @@ class KernelInterp:
             decided = self.loop_decided(key)
             if decided is not None:
                 return decided
+        if key is not None and self.registry.bound_terms:
+            decided = self.bound_decided(key)
+            if decided is not None:
+                return decided
         if key is not None and self.registry.entry_terms:
             if key in self.registry.entry_terms:
                 return True
@@ -2779,6 +2816,15 @@ class KernelInterp:
             st = self.decided_number(st)
             if st is None:
                 return value
+        if value.key is not None:
+            # The value it reads as is this term's too: a comparison of the terms it is made of
+            # (`compute_end - 1 - rev >= write_start + 1` on the next tile's work item, whose
+            # `num_item_chunks = compute_end - write_start` bounds the same loop) is decided by it
+            # (`bound_decided`).
+            try:
+                self.registry.bound_terms.setdefault(value.key, (text, first, st))
+            except TypeError:  # an unhashable term
+                pass
         return first + trips * st
 
     def decided_number(self, v: Unknown) -> Optional[int]:
