@@ -121,3 +121,50 @@ def test_a_pinned_constructor_argument_is_not_solved():
     assert m.warps == 3
     assert not [a for a in m.assumptions if a.startswith("host argument q_tile")]
     assert check(src)[0] == "verified"
+
+
+# mjolnir's decode kernel: the roles after the convert warp groups sit past them, and the block
+# is `(2 + convert_groups)` warp groups. Two warp groups would need no convert group, which the
+# positive argument cannot be; the block is the next one up that the argument makes (three, with
+# one convert group), not two groups apart from it, where the producer's warp was missing (a
+# false CS101 at the consumer's wait).
+GROUPS_BEFORE_THE_PRODUCER = HEADER + """
+
+class K:
+    def __init__(self, convert_groups=1):
+        self.cvt_begin = 1
+        self.cvt_end = 1 + convert_groups
+        self.load_warp_id = (1 + convert_groups) * 4
+        self.threads = (2 + convert_groups) * 128
+
+    @cute.jit
+    def __call__(self, mA: cute.Tensor):
+        self.kernel(mA).launch(grid=(1, 1, 1), block=(self.threads, 1, 1))
+
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor):
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        group = warp // 4
+        smem = cutlass.utils.SmemAllocator()
+        bar = smem.allocate_array(cutlass.Int64, num_elems=1)
+        if warp == 0:
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_init(bar, 1)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        if group == 0:
+            cute.arch.mbarrier_wait(bar, 0)
+        elif group >= self.cvt_begin and group < self.cvt_end:
+            mA[warp] = 0.0
+        elif warp == self.load_warp_id:
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive(bar)
+"""
+
+
+def test_a_block_the_argument_cannot_make_is_raised_to_one_it_makes():
+    m = build_models(GROUPS_BEFORE_THE_PRODUCER, "k.py", Settings())[0]
+    assert m.warps == 12
+    said = [a for a in m.assumptions if a.startswith("host argument convert_groups")]
+    assert said and "convert_groups = 1" in said[0] and "384 threads" in said[0]
+    assert check(GROUPS_BEFORE_THE_PRODUCER)[0] == "verified"

@@ -894,6 +894,22 @@ def _solve_block_argument(block_argument: tuple, threads: int) -> Optional[int]:
     return None
 
 
+def _block_argument_for(block_argument: Optional[tuple], threads: int) -> tuple:
+    """(argument value, block size): the value of the one constructor argument the launch's block
+    is computed from that gives `threads`, or else the next whole warp group up that it gives
+    (mjolnir's decode kernel: `threads_per_cta = (2 + convert_warpgroups) * 128`; 256 threads
+    would need no convert warp group, which the positive argument cannot be, and a block taken
+    apart from the argument left the warps of the roles it places past that block missing).
+    (None, threads) when no block up to 32 warps is made by it."""
+    if not block_argument:
+        return None, threads
+    for t in range(threads, 32 * 32 + 1, 128):
+        solved = _solve_block_argument(block_argument, t)
+        if solved is not None:
+            return solved, t
+    return None, threads
+
+
 def _block_tie(it, expr: cst.BaseExpression, self_obj: SelfObj) -> Optional[tuple]:
     """`block=[self.n * k, 1, 1]` (or `[self.n, 1, 1]`, `k * self.n`) where `self.n` does not fold
     and the other dimensions and `k` do: (`n`, k)."""
@@ -2356,9 +2372,11 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         threads = 32
     if threads is None:
         threads = 32 * _warps_reaching_every_branch(info, site, env, methods, settings)
+        solved, threads = _block_argument_for(env.block_argument, threads)
         registry.assume(f"block size not foldable: taken to be {threads} threads, the fewest whole warp groups "
-                        f"whose warps reach every warp-dependent branch (pin it with `# cutespin: block=N`)")
-        solved = _solve_block_argument(env.block_argument, threads) if env.block_argument else None
+                        f"whose warps reach every warp-dependent branch"
+                        + (" and that the launch's block expression makes" if solved is not None else "")
+                        + " (pin it with `# cutespin: block=N`)")
         if solved is not None:
             # The launch's block is computed from one constructor argument: the value that gives
             # the model's block size, with everything else the constructor derives from it
