@@ -67,3 +67,42 @@ def test_consuming_the_last_chunk_too_deadlocks(require_spin):
     assert r.verdict == "counterexample", r.reason
     deadlock = next(f for f in r.findings if f.code == "CS101")
     assert deadlock.span.line == line_of(src, "mbarrier_wait(full + idx")
+
+
+COUNTDOWN = """\
+smem = cutlass.utils.SmemAllocator()
+full = smem.allocate_array(cutlass.Int64, num_elems=1)
+empty = smem.allocate_array(cutlass.Int64, num_elems=1)
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(full, 1)
+        cute.arch.mbarrier_init(empty, 1)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+n = mA[0, 0]
+for i in cutlass.range(n - 1, unroll=1):
+    tile = n - 2 - i  # the tiles counted down from the last
+    if warp == 0:
+        phase = (PHASE) & 1
+        cute.arch.mbarrier_wait(empty, phase ^ 1)
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive(full)
+    else:
+        cute.arch.mbarrier_wait(full, i & 1)
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive(empty)
+"""
+
+
+def test_a_phase_counted_from_a_runtime_count_down_is_a_number_where_the_count_cancels(require_spin):
+    # cuDNN's SM120 block-sparse attention: `phase = (n - 1 - tile) & 1` with `tile = n - 2 - i`
+    # is `(i + 1) & 1` on every trip, whatever n is (it was a term of n: the wait unmodeled).
+    src = kernel_source(COUNTDOWN.replace("PHASE", "n - 2 - tile"))
+    assert not build_models(src, "k.py", Settings())[0].unmodeled
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+    bad = kernel_source(COUNTDOWN.replace("PHASE", "n - 1 - tile"))
+    r = check(bad)
+    assert r.verdict == "counterexample", r.reason
+    assert [f.code for f in r.findings] == ["CS101"]

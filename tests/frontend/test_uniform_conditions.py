@@ -640,3 +640,76 @@ def test_a_phase_flipped_on_every_trip_under_one_option_stays_one_select():
                                                                        "spin_wait(empty, st.phase)"))
     k = api.check_source(bad, "k.py", settings, with_fixes=False).kernels[0]
     assert k.verdict == "counterexample" and [f.code for f in k.findings] == ["CS101"]
+
+
+def test_a_shuffle_from_one_lane_is_one_value_for_the_warp():
+    # Every lane reads lane 3's element: one value in the warp, a value of its own in each warp
+    # (each warp's lane 3 holds its own element).
+    m = model("""\
+        total = cute.arch.shuffle_sync(mA[tidx], offset=3)
+        if total > 0.0:
+            cute.arch.sync_threads()
+        """)
+    (w0,), (w1,) = shared_ids(m, 0), shared_ids(m, 1)
+    assert w0 is not None and w1 is not None and w0 != w1
+
+
+def test_a_shuffle_from_a_lane_that_differs_per_lane_stays_per_lane():
+    m = model("""\
+        mine = cute.arch.shuffle_sync(mA[tidx], offset=lane ^ 1)
+        if mine > 0.0:
+            cute.arch.sync_threads()
+        half = cute.arch.shuffle_sync(mA[tidx], offset=3, mask_and_clamp=0x101F)
+        if half > 0.0:
+            cute.arch.sync_threads()
+        """)
+    assert shared_ids(m, 0) == [None, None]
+
+
+def test_a_shuffle_of_a_uniform_value_keeps_its_term():
+    m = model("""\
+        if cute.arch.shuffle_sync(n, offset=lane) > 4:
+            cute.arch.sync_threads()
+        if n > 4:
+            cute.arch.sync_threads()
+        """)
+    first, second = shared_ids(m, 0)
+    assert first == second is not None
+
+
+SCHEDULER_BROADCAST = """\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+tidx, _, _ = cute.arch.thread_idx()
+if warp_idx == 0:
+    cute.arch.mbarrier_init(bars, 32)
+    cute.arch.mbarrier_init(bars + 1, 32)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+if warp_idx == 0:
+    total = cute.arch.shuffle_sync(mA[tidx], offset=31)
+    stage = cutlass.Int32(0)
+    if total > 0:
+        stage = stage + 1
+    cute.arch.mbarrier_wait(bars + stage, 0)
+if warp_idx == 1:
+    cute.arch.mbarrier_arrive(bars)
+    cute.arch.mbarrier_arrive(bars + 1)
+"""
+
+
+def test_a_stage_advanced_on_a_condition_broadcast_from_one_lane_is_waited_on_each_side():
+    # cuDNN's MoE scheduler warp: `total_m` shuffled from the lane holding the last offset, a
+    # tile taken only `if tile < total_m // tile_m`. The stage after that branch is a select of
+    # the two sides' stages (it was unknown: the wait unmodeled).
+    settings = Settings().with_overrides(verify_fixes=False)
+    good = kernel_source(SCHEDULER_BROADCAST)
+    m = build_models(good, "k.py", Settings())[0]
+    assert not m.unmodeled
+    assert api.check_source(good, "k.py", settings, with_fixes=False).kernels[0].verdict == "verified"
+    # The other warp arriving on the first stage only: where the total is positive the wait is
+    # on the second, which no one completes.
+    bad = kernel_source(SCHEDULER_BROADCAST.replace("    cute.arch.mbarrier_arrive(bars + 1)\n", ""))
+    k = api.check_source(bad, "k.py", settings, with_fixes=False).kernels[0]
+    assert k.verdict == "counterexample" and [f.code for f in k.findings] == ["CS101"]

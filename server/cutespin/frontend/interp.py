@@ -1001,7 +1001,7 @@ PURE_PREFIXES = (
     "Numeric", "cute.Tensor", "math.", "cute.nvgpu.common",
 )
 PURE_ARCH = {
-    "arch.make_warp_uniform", "arch.exp2", "arch.rcp_approx", "arch.fmax", "arch.shuffle_sync",
+    "arch.make_warp_uniform", "arch.exp2", "arch.rcp_approx", "arch.fmax",
     "arch.shuffle_sync_bfly", "arch.shuffle_sync_up", "arch.shuffle_sync_down", "arch.vote_ballot_sync",
     "arch.vote_any_sync", "arch.vote_all_sync", "arch.popc", "arch.clz", "arch.prmt",
     "arch.setmaxregister_increase", "arch.setmaxregister_decrease", "arch.warpgroup_reg_alloc",
@@ -5107,6 +5107,36 @@ def h_warp_uniform(it, args, kwargs, node):
     return v
 
 
+FULL_WARP = 0xFFFFFFFF
+
+
+def h_shuffle_sync(it, args, kwargs, node):
+    """`shuffle_sync(value, offset, mask=FULL, mask_and_clamp=31)` (shfl.sync.idx): every lane reads
+    `value` from lane `offset`. From a source lane every lane names alike, over the whole warp,
+    the result is one value for the warp: that lane's value where it is tracked per lane, the
+    value itself where it is already uniform, else a value of its own for this warp and this
+    execution of the site (cuDNN's MoE scheduler warp broadcasts the last expert offset from one
+    lane, `total_m = shuffle_sync(offsets_in_lanes[r], offset=c)`, and compares its tiles with it).
+    Any other shuffle is a per-lane value."""
+    value, offset = _kw(args, kwargs, 0, "value"), _kw(args, kwargs, 1, "offset")
+    mask, clamp = _kw(args, kwargs, 2, "mask", FULL_WARP), _kw(args, kwargs, 3, "mask_and_clamp", 31)
+    if isinstance(offset, LaneVal):
+        offset = offset.uniform() if offset.uniform() is not None else offset
+    full_mask = _is_int(mask) and int(mask) & FULL_WARP == FULL_WARP
+    if full_mask and not isinstance(value, LaneVal) and _term(value) is not None:
+        return value  # the same in every lane, whichever lane it comes from
+    whole_warp = full_mask and _is_int(clamp) and int(clamp) == 31
+    if not whole_warp or isinstance(offset, LaneVal) or _term(offset) is None or value is None:
+        return Unknown("shuffled value")
+    if _is_int(offset) and not it.mask >> (int(offset) & 31) & 1:
+        return Unknown("shuffled value")  # the source lane does not take part: undefined
+    if isinstance(value, LaneVal):
+        return value.vals[int(offset) & 31] if _is_int(offset) else Unknown("shuffled value")
+    site = f"shfl:{it.site_key(node)}@warp{it.ctx.warp}"
+    n = it.work_calls[site] = it.work_calls.get(site, 0) + 1
+    return Unknown("shuffled value", key=_leaf("shfl", f"{site}#{n}"))
+
+
 def h_cta_rank(it, args, kwargs, node):
     return it.ctx.cta % it.ctx.cluster
 
@@ -7467,7 +7497,8 @@ def h_hasattr(it, args, kwargs, node):
 
 CALLS: dict = {
     "arch.thread_idx": h_thread_idx, "arch.lane_idx": h_lane_idx, "arch.warp_idx": h_warp_idx,
-    "arch.make_warp_uniform": h_warp_uniform, "arch.block_idx_in_cluster": h_cta_rank,
+    "arch.make_warp_uniform": h_warp_uniform, "arch.shuffle_sync": h_shuffle_sync,
+    "arch.block_idx_in_cluster": h_cta_rank,
     "arch.block_in_cluster_idx": h_cta_coord, "arch.block_idx": h_block_idx, "arch.block_dim": h_block_dim,
     "arch.grid_dim": h_launch_dims, "arch.cluster_dim": h_launch_dims, "arch.cluster_idx": h_launch_dims,
     "arch.cluster_size": h_cluster_size, "arch.elect_one": h_elect_one,
@@ -8244,6 +8275,12 @@ def _unknown_binop(op, a, b):
     if arms is not None:
         return arms[2] if arms[0] == "k" else Unknown(first.why, key=arms)
     key = _combine("op", _op_name(op), ka, kb)
+    if key is not None and op in (operator.add, operator.sub):
+        lin = _linear(key)
+        if lin is not None and set(lin) <= {None}:
+            # `(n - 1) - (n - 2 - i)`, cuDNN's sparse-attention phase counted down from a host
+            # argument `n`: the runtime terms cancel, and what is left is a number.
+            return lin.get(None, 0)
     decided = all(k is not None or _pending(v) for k, v in ((ka, a), (kb, b)))
     if key is None and decided and (_pending(a) or _pending(b) or _select_conditions(ka) or _select_conditions(kb)):
         # `phase ^ 1` of a select past the size limit: the same conditions decide it (when the
