@@ -642,12 +642,11 @@ def test_a_phase_flipped_on_every_trip_under_one_option_stays_one_select():
     assert k.verdict == "counterexample" and [f.code for f in k.findings] == ["CS101"]
 
 
-def test_a_shuffle_from_one_lane_is_one_value_for_the_warp():
-    # Every lane reads lane 3's element: one value in the warp, a value of its own in each warp
-    # (each warp's lane 3 holds its own element).
+def test_a_shuffle_from_one_lane_of_a_per_lane_value_is_that_lanes_value():
+    # Every lane reads lane 31's thread index: 31 in warp 0, 63 in warp 1.
     m = model("""\
-        total = cute.arch.shuffle_sync(mA[tidx], offset=3)
-        if total > 0.0:
+        last = cute.arch.shuffle_sync(tidx, offset=31)
+        if last < n:
             cute.arch.sync_threads()
         """)
     (w0,), (w1,) = shared_ids(m, 0), shared_ids(m, 1)
@@ -688,9 +687,9 @@ if warp_idx == 0:
 cute.arch.mbarrier_init_fence()
 cute.arch.sync_threads()
 if warp_idx == 0:
-    total = cute.arch.shuffle_sync(mA[tidx], offset=31)
+    last = cute.arch.shuffle_sync(tidx, offset=31)
     stage = cutlass.Int32(0)
-    if total > 0:
+    if last < mA.shape[0]:
         stage = stage + 1
     cute.arch.mbarrier_wait(bars + stage, 0)
 if warp_idx == 1:
@@ -699,17 +698,54 @@ if warp_idx == 1:
 """
 
 
-def test_a_stage_advanced_on_a_condition_broadcast_from_one_lane_is_waited_on_each_side():
-    # cuDNN's MoE scheduler warp: `total_m` shuffled from the lane holding the last offset, a
-    # tile taken only `if tile < total_m // tile_m`. The stage after that branch is a select of
-    # the two sides' stages (it was unknown: the wait unmodeled).
+def test_a_stage_advanced_on_a_condition_of_a_shuffled_lane_is_waited_on_each_side():
+    # The shuffle gives lane 31's index, so `last < mA.shape[0]` is a condition on the tensor's
+    # extent, the same in every thread: the stage after it is a select of the two sides'
+    # stages (the shuffle was a value per lane: the wait unmodeled).
     settings = Settings().with_overrides(verify_fixes=False)
     good = kernel_source(SCHEDULER_BROADCAST)
     m = build_models(good, "k.py", Settings())[0]
     assert not m.unmodeled
     assert api.check_source(good, "k.py", settings, with_fixes=False).kernels[0].verdict == "verified"
-    # The other warp arriving on the first stage only: where the total is positive the wait is
-    # on the second, which no one completes.
+    # The other warp arriving on the first stage only: where the condition holds the wait is on
+    # the second, which no one completes.
     bad = kernel_source(SCHEDULER_BROADCAST.replace("    cute.arch.mbarrier_arrive(bars + 1)\n", ""))
     k = api.check_source(bad, "k.py", settings, with_fixes=False).kernels[0]
     assert k.verdict == "counterexample" and [f.code for f in k.findings] == ["CS101"]
+
+
+LANE_ZERO_BROADCAST = """\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, num_elems=1)
+flag = smem.allocate_array(cutlass.Int32, num_elems=4)
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+lane = cute.arch.lane_idx()
+if warp == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(bar, 1)
+        flag[0] = mA[0]
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+x = cutlass.Int32(0)
+if lane == 0:
+    x = flag[0]
+x = cute.arch.shuffle_sync(x, 0)
+phase = cutlass.Int32(0)
+if warp == 0:
+    if x > 0:
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive(bar)
+if warp == 1:
+    if x > 0:
+        phase = phase ^ 1
+    cute.arch.mbarrier_wait(bar, phase ^ 1)
+"""
+
+
+def test_a_value_two_warps_broadcast_from_lane_zero_is_not_taken_apart_per_warp():
+    # Both warps read the same flag through lane 0 (cuDNN's CLC payload, `warp_broadcast=True`):
+    # on the GPU they agree. A value of its own per warp would let the consumer wait for an
+    # arrival the producer skipped (a false CS101); the phase stays unknown instead.
+    src = kernel_source(LANE_ZERO_BROADCAST)
+    k = api.check_source(src, "k.py", Settings().with_overrides(verify_fixes=False), with_fixes=False).kernels[0]
+    assert k.verdict == "inconclusive" and not k.findings

@@ -5113,28 +5113,22 @@ FULL_WARP = 0xFFFFFFFF
 def h_shuffle_sync(it, args, kwargs, node):
     """`shuffle_sync(value, offset, mask=FULL, mask_and_clamp=31)` (shfl.sync.idx): every lane reads
     `value` from lane `offset`. From a source lane every lane names alike, over the whole warp,
-    the result is one value for the warp: that lane's value where it is tracked per lane, the
-    value itself where it is already uniform, else a value of its own for this warp and this
-    execution of the site (cuDNN's MoE scheduler warp broadcasts the last expert offset from one
-    lane, `total_m = shuffle_sync(offsets_in_lanes[r], offset=c)`, and compares its tiles with it).
-    Any other shuffle is a per-lane value."""
+    the result is that lane's value where it is tracked per lane (`shuffle_sync(tidx, 31)`), and
+    a value already the same in every lane stays itself, whichever lane it comes from. Any other
+    shuffle is a value of its own per lane: a lane's register that two warps fill alike (lane 0
+    reading a scheduler slot, then broadcast) is not told apart from one each warp fills its own
+    way, so a value of its own per warp would let two warps disagree where the GPU cannot."""
     value, offset = _kw(args, kwargs, 0, "value"), _kw(args, kwargs, 1, "offset")
     mask, clamp = _kw(args, kwargs, 2, "mask", FULL_WARP), _kw(args, kwargs, 3, "mask_and_clamp", 31)
-    if isinstance(offset, LaneVal):
-        offset = offset.uniform() if offset.uniform() is not None else offset
     full_mask = _is_int(mask) and int(mask) & FULL_WARP == FULL_WARP
     if full_mask and not isinstance(value, LaneVal) and _term(value) is not None:
         return value  # the same in every lane, whichever lane it comes from
+    if isinstance(offset, LaneVal) and offset.uniform() is not None:
+        offset = offset.uniform()
     whole_warp = full_mask and _is_int(clamp) and int(clamp) == 31
-    if not whole_warp or isinstance(offset, LaneVal) or _term(offset) is None or value is None:
-        return Unknown("shuffled value")
-    if _is_int(offset) and not it.mask >> (int(offset) & 31) & 1:
-        return Unknown("shuffled value")  # the source lane does not take part: undefined
-    if isinstance(value, LaneVal):
-        return value.vals[int(offset) & 31] if _is_int(offset) else Unknown("shuffled value")
-    site = f"shfl:{it.site_key(node)}@warp{it.ctx.warp}"
-    n = it.work_calls[site] = it.work_calls.get(site, 0) + 1
-    return Unknown("shuffled value", key=_leaf("shfl", f"{site}#{n}"))
+    if whole_warp and isinstance(value, LaneVal) and _is_int(offset) and it.mask >> (int(offset) & 31) & 1:
+        return value.vals[int(offset) & 31]
+    return Unknown("shuffled value")
 
 
 def h_cta_rank(it, args, kwargs, node):
