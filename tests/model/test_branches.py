@@ -302,6 +302,45 @@ def test_a_kernel_past_the_budget_is_tried_again_with_compute_loops_as_one_trip(
     assert racy.verdict != "verified" and {f.code for f in racy.findings} == {"CS201"}, racy.reason
 
 
+# A runtime loop inside a helper that only computes (frost's steep-decay sums over `range(1, t + 1)`
+# for every channel of a tile): past the budget it is one trip too, and no trip count varies it.
+RUNTIME_MATH = """\
+if warp_idx == 0:
+    acc = cutlass.Float32(0.0)
+    for i in cutlass.range_constexpr(16):
+        acc = acc + interval_sum(sTmp.iterator, i, n)
+    sBuf[lane] = acc
+cute.arch.sync_threads()
+if warp_idx == 1:
+    mA[lane] = sBuf[lane]
+"""
+INTERVAL_SUM = '''
+
+@cute.jit
+def interval_sum(ptr, start, end):
+    """Sums a run of the tile (the tcgen05 GEMMs read it later)."""
+    total = cutlass.Float32(0.0)
+    for t in cutlass.range(start, end, unroll=1):
+        total = total + (ptr + t % 32).load().to(cutlass.Float32)
+    return total
+'''
+
+
+def test_past_the_budget_a_runtime_loop_that_only_computes_is_one_trip(monkeypatch, require_spin):
+    from cutespin.frontend import interp
+    src = source(RUNTIME_MATH).replace("\n\nclass K:", INTERVAL_SUM + "\n\nclass K:")
+    full, compact = _steps(src, False), _steps(src, True)
+    assert compact * 3 < full
+    monkeypatch.setattr(interp, "MAX_KERNEL_STEPS", (full + compact) // 2)
+    monkeypatch.setattr(api, "CACHE", api._ResultCache())
+    k = check(src)
+    assert k.verdict == "verified" and not k.unmodeled, (k.verdict, k.reason)
+    assert any("past the interpretation budget" in a for a in k.assumptions), k.assumptions
+    assert not any("`end`" in a for a in k.assumptions), k.assumptions  # no trip count of its own
+    racy = check(src.replace("        cute.arch.sync_threads()\n", ""))
+    assert racy.verdict != "verified" and {f.code for f in racy.findings} == {"CS201"}, racy.reason
+
+
 def test_a_kernel_that_fits_the_budget_is_not_compacted(require_spin):
     k = check(source(UNROLLED_MATH))
     assert k.verdict == "verified" and not k.unmodeled, (k.verdict, k.reason)

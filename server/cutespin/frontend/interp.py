@@ -129,8 +129,33 @@ def _names_sync(node) -> bool:
     if got is None or got[0] is not node:
         if len(_NAMES_SYNC) >= NAMES_SYNC_MAX:
             _NAMES_SYNC.clear()
-        got = _NAMES_SYNC[id(node)] = (node, bool(SYNC_TEXT_RE.search(cst.Module([]).code_for_node(node))))
+        got = _NAMES_SYNC[id(node)] = (node, bool(SYNC_TEXT_RE.search(_code_only(node))))
     return got[1]
+
+
+def _code_only(node) -> str:
+    """A node's text without its comments and docstrings, which name what they explain (frost's
+    steep-decay helper: "tcgen05 GEMMs read them" in a docstring of pure register math). Strings
+    that are arguments stay (inline PTX is a string)."""
+    code = cst.Module([]).code_for_node(node)
+    if not any(c in code for c in "#'\""):
+        return code
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return code
+    lines = code.splitlines(keepends=True)
+    starts = list(itertools.accumulate((len(line) for line in lines), initial=0))
+    cut, previous = [], tokenize.NEWLINE
+    for tok in tokens:
+        docstring = tok.type == tokenize.STRING and previous in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+        if tok.type == tokenize.COMMENT or docstring:
+            cut.append((starts[tok.start[0] - 1] + tok.start[1], starts[tok.end[0] - 1] + tok.end[1]))
+        if tok.type not in (tokenize.COMMENT, tokenize.NL):
+            previous = tok.type
+    for a, b in reversed(cut):
+        code = code[:a] + " " + code[b:]
+    return code
 
 
 def _plain_helper(fn: "FuncRef", args, kwargs) -> bool:
@@ -377,15 +402,19 @@ def _calls_only_plain_code(node, module, depth: int = 0, _active: Optional[set] 
     got = cache.get(id(node)) if cache is not None else None
     if got is not None:
         return got
-    ok = depth <= 4 and not _names_sync(node)
+    ok = depth <= 8 and not _names_sync(node)
     active.add(id(node))
     if ok:
         params, assigned = _local_names(node)
         for call in _calls_in(node):
             func = call.func
-            receiver = _value_names(func.value) if is_data is not None and isinstance(func, cst.Attribute) else None
-            if receiver is not None and all(n in params | assigned or is_data(n) for n in receiver):
-                continue  # a method of data bound outside the loop, or of an expression over it
+            # A method of an expression over locals, library names or (in a loop body) data bound
+            # outside it: `(ptr + offset(cfg, row)).load().to(cutlass.Float32)`. The functions
+            # the expression calls are calls of their own, checked like the others.
+            receiver = _value_names(func.value, calls=True) if isinstance(func, cst.Attribute) else None
+            if receiver and all(n in params | assigned or n in PLAIN_ROOTS or is_data is not None and is_data(n)
+                                for n in receiver) or isinstance(func, cst.Attribute) and _computed(func.value):
+                continue
             root = func
             while isinstance(root, cst.Attribute):
                 root = root.value
@@ -399,12 +428,16 @@ def _calls_only_plain_code(node, module, depth: int = 0, _active: Optional[set] 
             if isinstance(func, cst.Name) and func.value in plain_params:
                 continue  # `op(a, b)` with `op` a plain lambda of the caller's
             if isinstance(func, cst.Name) and module is not None and func.value in getattr(module, "functions", {}):
-                if not _calls_only_plain_code(module.functions[func.value], module, depth + 1, active, project):
+                callee = module.functions[func.value]
+                if not _calls_only_plain_code(callee, module, depth + 1, active, project,
+                                              plain_params=_library_function_params(callee, call, module)):
                     ok = False
                     break
-            elif root.value not in PLAIN_ROOTS:
+            elif not _library_root(module, root.value):
                 ref = _package_function(module, func, project)
-                if ref is None or not _calls_only_plain_code(ref.node, ref.module, depth + 1, active, project):
+                if ref is None or not _calls_only_plain_code(ref.node, ref.module, depth + 1, active, project,
+                                                             plain_params=_library_function_params(ref.node, call,
+                                                                                                   module)):
                     ok = False
                     break
     active.discard(id(node))
@@ -413,6 +446,37 @@ def _calls_only_plain_code(node, module, depth: int = 0, _active: Optional[set] 
         # reached through that caller: kept only for the outermost function.
         cache[id(node)] = ok
     return ok
+
+
+def _library_root(module, name: str) -> bool:
+    """A name of the DSL's library (`cute`, `cutlass`, `math`) or imported from it under an alias
+    (`from cutlass._mlir.dialects import nvvm as nvvm_ops`)."""
+    if name in PLAIN_ROOTS:
+        return True
+    target = getattr(module, "aliases", {}).get(name, "")
+    # The imported name must not name synchronization itself (`import ... mbarrier_arrive as go`).
+    return target.split(".")[0] in ("cutlass", "math", "operator") and not SYNC_TEXT_RE.search(target)
+
+
+def _library_function_params(fn, call: cst.Call, module) -> frozenset:
+    """The parameters a call binds to library functions by name (`_packed_f32x2(
+    nvvm.add_packed_f32x2, a, b)`, which then calls `op(...)`): plain as any library call, the
+    caller's text having been checked for synchronization."""
+    if not isinstance(fn, cst.FunctionDef):
+        return frozenset()
+    names = [p.name.value for p in list(fn.params.posonly_params) + list(fn.params.params)]
+    found = set()
+    for i, arg in enumerate(call.args):
+        if arg.star:
+            break
+        name = arg.keyword.value if arg.keyword is not None else names[i] if i < len(names) else None
+        root = arg.value
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if name is not None and isinstance(root, cst.Name) and _library_root(module, root.value) \
+                and root is not arg.value:
+            found.add(name)
+    return frozenset(found)
 
 
 def _plain_callable_params(fn: "FuncRef", args, kwargs, module, project) -> frozenset:
@@ -474,25 +538,57 @@ def _plain_datum(v) -> bool:
     return isinstance(v, (Smem, Gmem, Rmem, LaneVal, int, float)) or type(v) is Unknown
 
 
-def _value_names(expr) -> Optional[set]:
+def _computed(expr) -> bool:
+    """An expression whose value is computed data, whatever it is computed from: arithmetic
+    (`(dadm_ptr + t * cfg.b_t + s)`: no barrier or pipeline object takes `+`), a library
+    number (`cutlass.Float32(x)`), or a method of either (`(p + i).load()`)."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        head = expr.func
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        if isinstance(head, cst.Name) and head.value in PLAIN_ROOTS:
+            return True
+        expr = expr.func.value
+    return isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation))
+
+
+def _value_names(expr, calls: bool = False) -> Optional[set]:
     """The names an expression computes its value from (`(sp + t)` -> {sp, t}; attribute names and
     called functions' names excluded), or None when it calls anything or is not an expression of
-    names, numbers, arithmetic, subscripts and attributes."""
+    names, numbers, arithmetic, subscripts and attributes. With `calls`, a call of a named
+    function is taken too, its arguments' names counted (`(ptr + offset(cfg, row)).load()`: the
+    caller checks the called function on its own)."""
     if isinstance(expr, cst.Name):
-        return {expr.value}
+        return set() if calls and expr.value in ("True", "False", "None") else {expr.value}
     if isinstance(expr, (cst.Integer, cst.Float)):
         return set()
     if isinstance(expr, cst.Attribute):
-        return _value_names(expr.value)
+        return _value_names(expr.value, calls)
     if isinstance(expr, cst.BinaryOperation):
-        left, right = _value_names(expr.left), _value_names(expr.right)
+        left, right = _value_names(expr.left, calls), _value_names(expr.right, calls)
         return None if left is None or right is None else left | right
     if isinstance(expr, cst.Subscript):
-        names = _value_names(expr.value)
+        names = _value_names(expr.value, calls)
         for el in expr.slice:
             idx = el.slice.value if isinstance(el.slice, cst.Index) else None
-            sub = _value_names(idx) if idx is not None else None
+            sub = _value_names(idx, calls) if idx is not None else None
             if names is None or sub is None:
+                return None
+            names |= sub
+        return names
+    if calls and isinstance(expr, cst.UnaryOperation):
+        return _value_names(expr.expression, calls)
+    if calls and isinstance(expr, cst.IfExp):
+        parts = [_value_names(e, calls) for e in (expr.test, expr.body, expr.orelse)]
+        return None if None in parts else set().union(*parts)
+    if calls and isinstance(expr, cst.Call) and isinstance(expr.func, (cst.Name, cst.Attribute)):
+        # A method's receiver is named (`x.load().to(t)`: x); a module's function is not.
+        names = _value_names(expr.func.value, calls) if isinstance(expr.func, cst.Attribute) else set()
+        if names is None:
+            return None
+        for a in expr.args:
+            sub = _value_names(a.value, calls)
+            if sub is None:
                 return None
             names |= sub
         return names
@@ -547,6 +643,7 @@ def _folded_key(value) -> bool:
     return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 
+@functools.lru_cache(maxsize=8192)
 def _subscript_store_bases(node) -> frozenset:
     """The local names a node stores into by subscript (`d["n"] = x`, `acc[i] += y` -> d, acc)."""
     found = set()
@@ -790,8 +887,18 @@ def _arg_term(v):
             return None
         # The class by name: a ClassRef's repr would print its whole syntax tree.
         cls = getattr(v.cls, "qualname", None) or type(v.cls).__name__
-        return _leaf("record", hashlib.sha1(repr((cls, terms)).encode()).hexdigest()[:16])
+        try:
+            return _record_term(cls, tuple(terms))
+        except TypeError:  # a term that does not hash
+            return _leaf("record", hashlib.sha1(repr((cls, terms)).encode()).hexdigest()[:16])
     return _term(v)
+
+
+@functools.lru_cache(maxsize=4096)
+def _record_term(cls: str, terms: tuple):
+    """`_arg_term` of a record, cached: a kernel's configuration record (frost's `cfg`, dozens of
+    fields) is an argument of nearly every helper call."""
+    return _leaf("record", hashlib.sha1(repr((cls, terms)).encode()).hexdigest()[:16])
 
 
 def _uniform_self(self_obj) -> bool:
@@ -2067,18 +2174,14 @@ class KernelInterp:
                     return [Unknown("index of a long loop")]
                 raise Unsupported(f"loop of {trips} iterations with synchronization or state it keeps (only a loop "
                                   f"that loads and stores is checked as one trip)")
-            if trips > 1 and self.registry.compact and self.summarizable(node):
-                # The second try of a kernel past the budget (`build_models`): a short loop that
-                # names no synchronization and calls only plain code is one trip at an unknown
-                # index, like a long one: the same accesses, fewer interpretation steps.
-                line = self.span(node).line
-                where = f"line {line}" if self.info is self.root_info else f"line {line} of {self.info.name}"
-                self.registry.assume(f"the unrolled kernel is past the interpretation budget: loops that only "
-                                     f"compute are checked as one trip at an unknown index, so what they compute "
-                                     f"is not known after them (first at {where})")
-                self.summarized_loops.add(node)
+            if trips > 1 and self.compacts(node):
                 return [Unknown("index of a compute loop")]
             return list(vals)
+        if self.compacts(node):
+            # A runtime loop that only computes (frost's steep-decay sums over `range(1, t + 1)`
+            # in every channel of a tile) is one trip as well, and no trip-count configuration
+            # varies it: its trips never synchronize.
+            return [Unknown("index of a compute loop")]
         text = self.code(bound_node)
         trips = self.trip(text, node)
         self.runtime_loop_text = text
@@ -2262,6 +2365,22 @@ class KernelInterp:
                     # `elems.append(x)`, `d["n"] = ...` ran once for all the trips: not known.
                     self.env[name] = Unknown(f"{name} {why}")
             self.reg_values = {}
+
+    def compacts(self, node) -> bool:
+        """In the second try of a kernel past the budget (`build_kernel_compacting`), whether the
+        loop is checked as one trip at an unknown index: it names no synchronization and calls
+        only plain code, so one trip makes the same accesses as all of them, in fewer
+        interpretation steps (stated)."""
+        if not (self.registry.compact and self.summarizable(node)):
+            return False
+        said = "the unrolled kernel is past the interpretation budget: loops that only compute"
+        if not any(a.startswith(said) for a in self.registry.assumptions):
+            line = self.span(node).line
+            where = f"line {line}" if self.info is self.root_info else f"line {line} of {self.info.name}"
+            self.registry.assume(f"{said} are checked as one trip at an unknown index, so what they compute is "
+                                 f"not known after them (first at {where})")
+        self.summarized_loops.add(node)
+        return True
 
     def summarizable(self, node) -> bool:
         """A `for` (or `while`) loop whose body names no synchronization and calls only plain code: library

@@ -1,0 +1,91 @@
+"""Which helpers and loop bodies only compute (`_calls_only_plain_code`, `_names_sync`): code
+that may be checked as one trip past the interpretation budget, memoized, or skipped. A wrong
+"plain" would drop synchronization from the model, so each widening has a case that stays out."""
+import textwrap
+
+from cutespin.frontend import interp as I
+from cutespin.frontend.discover import discover
+
+HEADER = """\
+import cutlass
+import cutlass.cute as cute
+from cutlass._mlir.dialects import nvvm as nvvm_ops
+from cutlass.cute.arch import mbarrier_arrive as go
+"""
+
+
+def plain(helpers: str, name: str) -> bool:
+    info = discover(HEADER + textwrap.dedent(helpers), None)
+    return I._calls_only_plain_code(info.functions[name], info)
+
+
+def test_a_docstring_or_comment_naming_synchronization_is_not_synchronization():
+    # frost's steep-decay helper: "tcgen05 GEMMs read them" in the docstring of register math.
+    assert plain('''
+        def scale(x):
+            """The tcgen05 GEMMs read what this returns, after the mbarrier wait."""
+            return x * 2.0  # before the barrier
+        ''', "scale")
+    assert not plain('''
+        def scale(x, bar):
+            """Scales."""
+            cute.arch.mbarrier_arrive(bar)
+            return x * 2.0
+        ''', "scale")
+
+
+def test_inline_ptx_text_still_names_what_it_does():
+    assert not plain('''
+        def arrive(addr):
+            cute.arch.inline_ptx("mbarrier.arrive.shared.b64 _, [$0];", read_only_args=[addr])
+        ''', "arrive")
+
+
+def test_a_method_of_an_expression_computed_from_locals_and_calls_is_plain():
+    # `(ptr + offset(row)).load().to(cutlass.Float32)`: the receiver is arithmetic over locals;
+    # `offset` is checked as a call of its own.
+    assert plain('''
+        def offset(row):
+            return row * 64 + (row ^ 3)
+
+        def token(ptr, row, scale):
+            v = (ptr + offset(row)).load().to(cutlass.Float32)
+            w = (v * cute.math.exp2(scale, fastmath=True)).to(cutlass.Float16)
+            return -v if row > 0 else w
+        ''', "token")
+    assert not plain('''
+        def offset(row, bar):
+            go(bar)
+            return row
+
+        def token(ptr, row, bar):
+            return (ptr + offset(row, bar)).load()
+        ''', "token")
+
+
+def test_a_library_function_passed_by_name_may_be_called_through_its_parameter():
+    # frost's packed math: `_packed(nvvm_ops.add_packed_f32x2, a, b)` calls `op(a, b)`.
+    src = '''
+        def _packed(op, a, b):
+            return op(a, b)
+
+        def fadd2(a, b):
+            return _packed(nvvm_ops.add_packed_f32x2, a, b)
+        '''
+    assert plain(src, "fadd2")
+    assert not plain(src, "_packed")  # alone, `op` could be anything
+    # A synchronizing library function imported under an innocent alias is no plain argument.
+    assert not plain('''
+        def _call(op, a):
+            return op(a)
+
+        def f(a):
+            return _call(go, a)
+        ''', "f")
+
+
+def test_helpers_nested_several_levels_deep_are_plain():
+    levels = "\n".join(f"def level{i}(x):\n    return level{i + 1}(x) + 1\n" for i in range(6))
+    assert plain(levels + "def level6(x):\n    return x\n", "level0")
+    deep_sync = levels + "def level6(x):\n    cute.arch.sync_threads()\n    return x\n"
+    assert not plain(deep_sync, "level0")
