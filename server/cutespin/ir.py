@@ -522,6 +522,9 @@ class KernelModel:
     # wrote (text, line of the reading loop): their trip counts are paired by assumption, so a
     # deadlock found with them is only possible (api).
     data_bounds: list = field(default_factory=list)
+    # The front end ran out of budget before it checked the uniform conditions it found as
+    # configurations of their own: what it left unknown there may not be unknown in a smaller run.
+    splits_left: bool = False
 
 
 def restrict_configs(k: "KernelModel", indices: list) -> "KernelModel":

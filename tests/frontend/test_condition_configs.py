@@ -9,7 +9,7 @@ helper's caller too) sees that.
 """
 import textwrap
 
-from cutespin import ir
+from cutespin import api, ir
 from cutespin.config import Settings
 from cutespin.frontend import build_models
 from cutespin.frontend.interp import enum_parts
@@ -503,6 +503,44 @@ class Gate:
     p1 = next(p for p in m.processes if p.warp == 1)
     by_value = {next(iter(c.conds.values())): waits(v) for c, v in zip(m.configs, p1.variants)}
     assert by_value == {True: [("bars", 0)], False: [("bars[1]", 0)]}, by_value
+
+
+def test_a_build_choice_between_two_methods_is_a_configuration_per_value():
+    """cuDNN's DSA score recompute: `producer_fn = self.producer_warp_split if
+    const_expr(self.split) else self.producer`, `split` read from the environment on the host,
+    then `producer_fn(bars, ...)`. A build picks one routine, so each value is a configuration
+    and the call is interpreted (it was unmodeled: a call of an unknown value given barriers)."""
+    extra = """\
+    @cute.jit
+    def arrive_first(self, bars):
+        cute.arch.mbarrier_arrive(bars)
+
+    @cute.jit
+    def arrive_second(self, bars):
+        cute.arch.mbarrier_arrive(bars + 1)
+"""
+    src = kernel_source("""\
+        smem = cutlass.utils.SmemAllocator()
+        bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if warp_idx == 0:
+            cute.arch.mbarrier_init(bars, 1)
+            cute.arch.mbarrier_init(bars + 1, 1)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        if warp_idx == 0:
+            producer_fn = self.arrive_first if cutlass.const_expr(self.split) else self.arrive_second
+            with cute.arch.elect_one():
+                producer_fn(bars)
+        if warp_idx == 1:
+            cute.arch.mbarrier_wait(bars, 0)
+        """, init="self.split = host_flag()", extra_class=extra)
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    assert len(m.configs) == 2, m.configs
+    kr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    # The build that arrives on the second barrier leaves warp 1 waiting on the first forever.
+    assert kr.verdict == "counterexample" and {f.code for f in kr.findings} == {"CS101"}, (kr.verdict, kr.reason)
 
 
 def test_an_operand_of_and_fixed_by_the_configuration_short_circuits():

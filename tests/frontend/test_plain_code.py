@@ -89,3 +89,25 @@ def test_helpers_nested_several_levels_deep_are_plain():
     assert plain(levels + "def level6(x):\n    return x\n", "level0")
     deep_sync = levels + "def level6(x):\n    cute.arch.sync_threads()\n    return x\n"
     assert not plain(deep_sync, "level0")
+
+
+def test_a_function_of_a_package_module_imported_by_name_is_resolved(tmp_path):
+    # cuDNN's DSA: `from pkg.utils import primitives as sm90_ops` ... `sm90_ops.warp_reduce(x,
+    # operator.add, width=4)` inside a row loop: plain when the package function is.
+    from cutespin.frontend.project import Project
+    pkg = tmp_path / "mypkg"
+    (pkg / "utils").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "utils" / "__init__.py").write_text("")
+    (pkg / "utils" / "primitives.py").write_text(
+        "def warp_reduce(val, op, width=32):\n    return op(val, val)\n\n"
+        "def arrive(bar):\n    cute.arch.mbarrier_arrive(bar)\n")
+    kernel = pkg / "k.py"
+    kernel.write_text(HEADER + "import operator\nfrom mypkg.utils import primitives as sm90_ops\n\n"
+                      "def row_sum(x):\n    return sm90_ops.warp_reduce(x, operator.add, width=4)\n\n"
+                      "def release(bar):\n    sm90_ops.arrive(bar)\n")
+    project = Project.for_file(str(kernel))
+    info = discover(kernel.read_text(), project.package)
+    info.project = project
+    assert I._calls_only_plain_code(info.functions["row_sum"], info, project=project)
+    assert not I._calls_only_plain_code(info.functions["release"], info, project=project)

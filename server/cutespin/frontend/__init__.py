@@ -102,9 +102,12 @@ def build_kernel_compacting(info: ModuleInfo, site: KernelSite, path: str, setti
     what such loops compute is then unknown, which an honest model states and may leave other
     constructs unmodeled, so kernels that fit are never built that way. A kernel with another
     unmodeled construct before the budget ran out is not tried again: it could not become fully
-    modeled, and the second try can take as long as the first."""
+    modeled, and the second try can take as long as the first; unless the budget ran out before the
+    uniform conditions found were checked as configurations of their own (`splits_left`), which
+    decide what the first runs left unknown (a routine chosen on a build option, cuDNN's DSA)."""
     model = build_kernel(info, site, path, settings)
-    if not model.unmodeled or not all(_over_budget(u) for u in model.unmodeled):
+    if not any(_over_budget(u) for u in model.unmodeled) \
+            or not model.splits_left and not all(_over_budget(u) for u in model.unmodeled):
         return model
     compact = build_kernel(info, site, path, settings, compact=True)
     return model if any(_over_budget(u) for u in compact.unmodeled) else compact
@@ -1836,15 +1839,18 @@ def _package_notes(info: ModuleInfo, registry: I.Registry) -> list:
     return sorted(project.deps)
 
 
-def _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound) -> ir.KernelModel:
-    """A kernel too large to interpret: no processes, the reason recorded as unmodeled."""
+def _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound,
+               splits: Optional[dict] = None) -> ir.KernelModel:
+    """A kernel too large to interpret: no processes, the reason recorded as unmodeled. `splits`:
+    the uniform conditions found so far that would have been configurations of their own."""
     return ir.KernelModel(
         name=site.name, qualname=site.qualname, path=path, line=def_span.line, def_span=def_span, ctas=ctas,
         cluster_size=cluster, warps=warps, processes=[], barriers=[], regions=[], flags=[], configs=[],
         assumptions=list(registry.assumptions),
         unmodeled=sorted(registry.unmodeled.values(), key=lambda u: (u.line, u.construct)),
         bounds={"loop": bound, "stages": env.stages, "cluster": cluster}, static_findings=list(registry.statics),
-        strict=settings.strict, deps=_package_notes(info, registry), loop_chosen=env.loop_bound is not None)
+        strict=settings.strict, deps=_package_notes(info, registry), loop_chosen=env.loop_bound is not None,
+        splits_left=bool(splits))
 
 
 @dataclass
@@ -2336,6 +2342,7 @@ def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_c
             # branches (their uses stay unmodeled).
             registry.unmodeled.clear()
             registry.unmodeled.update(good[2])
+            registry.splits_left = True
             break
         good = (configs, runs, dict(registry.unmodeled), list(used))
     configs, runs, _, used = good
@@ -2459,7 +2466,8 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
     try:
         first, first_trips = _first_run(run_all, discovered, ctas, bound, registry)
     except I.Unsupported:
-        return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
+        return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound,
+                          splits)
     written = _written_gmem(first) | registry.atomic_gmem
     if written & registry.input_loads:
         # A tensor the kernel writes is not an input: its loads may differ between warps.
@@ -2472,7 +2480,8 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         try:
             first = run_all(first_trips, discovered, ctas, discovering=True)
         except I.Unsupported:
-            return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
+            return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound,
+                          splits)
     uses_flags = any(isinstance(op, (I.RawFlagWait, I.RawFlagUpdate)) for _, _, it in first for op in ir.walk(it.out))
     if uses_flags and ctas == cluster:
         want = env.grid if env.grid else 2
@@ -2482,7 +2491,8 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
             try:
                 first = run_all(first_trips, discovered, ctas, discovering=True)
             except I.Unsupported:  # the interpretation budget, now over more CTAs
-                return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
+                return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound,
+                          splits)
         registry.assume("CTAs that spin on a GMEM flag written by another CTA are co-resident")
         registry.assume(f"{ctas} CTAs modeled for the GMEM flag protocol")
     multiples = {s: m for s, m in registry.multiples.items() if s in discovered}
@@ -2533,7 +2543,8 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         configs, runs = _split_uniform_conditions(configs, runs, splits, registry, unmodeled0,
                                                   lambda c: run_all(c.trips, {}, ctas, c.conds), bound)
     except I.Unsupported:
-        return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound)
+        return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound,
+                          splits)
 
     for text, line in late.items():
         # Reached only past the first trip of another loop (`if k > 0:` around it): every
@@ -2598,6 +2609,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         unmodeled=sorted(registry.unmodeled.values(), key=lambda u: (u.path, u.line, u.construct)),
         bounds=bounds, static_findings=list(registry.statics), strict=settings.strict, deps=deps,
         shared_conditions=list(registry.shared_sites), loop_chosen=env.loop_bound is not None,
+        splits_left=registry.splits_left,
         data_bounds=data_bounds, **_enum_tables(processes, registry),
     )
 

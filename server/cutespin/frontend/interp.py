@@ -448,6 +448,11 @@ def _calls_only_plain_code(node, module, depth: int = 0, _active: Optional[set] 
     return ok
 
 
+def _routine(v) -> bool:
+    """A function or method the kernel's code defines (which may synchronize when called)."""
+    return isinstance(v, (FuncRef, PartialRef, LambdaRef))
+
+
 def _library_root(module, name: str) -> bool:
     """A name of the DSL's library (`cute`, `cutlass`, `math`) or imported from it under an alias
     (`from cutlass._mlir.dialects import nvvm as nvvm_ops`)."""
@@ -754,9 +759,10 @@ def _package_function(module, func, project) -> Optional["FuncRef"]:
     """The package function a called name refers to through the module's imports, or None
     (`project` resolves the analyzed file's package; sibling modules do not carry it)."""
     project = project or getattr(module, "project", None)
-    if project is None or not isinstance(func, cst.Name):
+    if project is None or not isinstance(func, (cst.Name, cst.Attribute)):
         return None
-    dotted = getattr(module, "aliases", {}).get(func.value)
+    # `warp_reduce` or, through a module imported by name, `sm90_ops.warp_reduce`.
+    dotted = qualify(func, getattr(module, "aliases", {}))
     if not dotted:
         return None
     try:
@@ -3366,12 +3372,14 @@ class KernelInterp:
         sync = lambda v: isinstance(v, (Smem, NamedBarrierObj) + SYNC_OBJECTS)  # noqa: E731
         if isinstance(c, Unknown) and c.key is not None and self.ctx.splits is not None \
                 and ((a is None or b is None) and (sync(a) or sync(b))
-                     or _is_const_expr_test(node) and _holds_sync(a) and _holds_sync(b) and not _same(a, b)):
+                     or _is_const_expr_test(node) and not _same(a, b)
+                     and (_holds_sync(a) and _holds_sync(b) or _routine(a) and _routine(b))):
             # `bar = storage.bar.data_ptr() if NUM_CTAS == 2 else None`: a barrier that exists on
             # one value of a uniform condition only, or `gate = bars.q_empty if const_expr(EARLY_Q)
             # else bars.q_alias`: a build picks one of two barriers; each value becomes a
             # configuration (P14). (Two objects of a runtime select, `bufs if multi else (bufs,)`,
-            # stay a select: no configurations.)
+            # stay a select: no configurations.) So does a build's choice of routine: `producer_fn =
+            # self.producer_warp_split if const_expr(split) else self.producer` (cuDNN's DSA).
             key, flips = c.key, False
             while key[0] == "not":
                 key, flips = key[3], not flips
@@ -5060,6 +5068,9 @@ class Registry:
         # Short loops that only compute are checked as one trip at an unknown index, like long ones
         # (`loop_values`): the second try of a kernel whose unrolled body is past the budget.
         self.compact = compact
+        # The budget ran out before every uniform condition found was checked as configurations
+        # of its own (`_split_uniform_conditions`): what they decide stays unknown.
+        self.splits_left = False
         self.const_bounds: set = set()  # loop bound texts a compile-time condition took the value of
         self.shared: dict = {}  # (cta, uniform term) -> number of the shared condition value
         # Uniform values compared with constants (`Choice.enum`): (cta, term) -> number, and the
