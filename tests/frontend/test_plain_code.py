@@ -41,28 +41,6 @@ def test_inline_ptx_text_still_names_what_it_does():
         ''', "arrive")
 
 
-def test_a_method_of_an_expression_computed_from_locals_and_calls_is_plain():
-    # `(ptr + offset(row)).load().to(cutlass.Float32)`: the receiver is arithmetic over locals;
-    # `offset` is checked as a call of its own.
-    assert plain('''
-        def offset(row):
-            return row * 64 + (row ^ 3)
-
-        def token(ptr, row, scale):
-            v = (ptr + offset(row)).load().to(cutlass.Float32)
-            w = (v * cute.math.exp2(scale, fastmath=True)).to(cutlass.Float16)
-            return -v if row > 0 else w
-        ''', "token")
-    assert not plain('''
-        def offset(row, bar):
-            go(bar)
-            return row
-
-        def token(ptr, row, bar):
-            return (ptr + offset(row, bar)).load()
-        ''', "token")
-
-
 def test_a_library_function_passed_by_name_may_be_called_through_its_parameter():
     # frost's packed math: `_packed(nvvm_ops.add_packed_f32x2, a, b)` calls `op(a, b)`.
     src = '''

@@ -321,7 +321,8 @@ def interval_sum(ptr, start, end):
     """Sums a run of the tile (the tcgen05 GEMMs read it later)."""
     total = cutlass.Float32(0.0)
     for t in cutlass.range(start, end, unroll=1):
-        total = total + (ptr + t % 32).load().to(cutlass.Float32)
+        v = (ptr + t % 32).load()
+        total = total + cutlass.Float32(v)
     return total
 '''
 

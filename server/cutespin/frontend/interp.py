@@ -408,13 +408,9 @@ def _calls_only_plain_code(node, module, depth: int = 0, _active: Optional[set] 
         params, assigned = _local_names(node)
         for call in _calls_in(node):
             func = call.func
-            # A method of an expression over locals, library names or (in a loop body) data bound
-            # outside it: `(ptr + offset(cfg, row)).load().to(cutlass.Float32)`. The functions
-            # the expression calls are calls of their own, checked like the others.
-            receiver = _value_names(func.value, calls=True) if isinstance(func, cst.Attribute) else None
-            if receiver and all(n in params | assigned or n in PLAIN_ROOTS or is_data is not None and is_data(n)
-                                for n in receiver) or isinstance(func, cst.Attribute) and _computed(func.value):
-                continue
+            receiver = _value_names(func.value) if is_data is not None and isinstance(func, cst.Attribute) else None
+            if receiver is not None and all(n in params | assigned or is_data(n) for n in receiver):
+                continue  # a method of data bound outside the loop, or of an expression over it
             root = func
             while isinstance(root, cst.Attribute):
                 root = root.value
@@ -543,57 +539,25 @@ def _plain_datum(v) -> bool:
     return isinstance(v, (Smem, Gmem, Rmem, LaneVal, int, float)) or type(v) is Unknown
 
 
-def _computed(expr) -> bool:
-    """An expression whose value is computed data, whatever it is computed from: arithmetic
-    (`(dadm_ptr + t * cfg.b_t + s)`: no barrier or pipeline object takes `+`), a library
-    number (`cutlass.Float32(x)`), or a method of either (`(p + i).load()`)."""
-    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-        head = expr.func
-        while isinstance(head, cst.Attribute):
-            head = head.value
-        if isinstance(head, cst.Name) and head.value in PLAIN_ROOTS:
-            return True
-        expr = expr.func.value
-    return isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation))
-
-
-def _value_names(expr, calls: bool = False) -> Optional[set]:
+def _value_names(expr) -> Optional[set]:
     """The names an expression computes its value from (`(sp + t)` -> {sp, t}; attribute names and
     called functions' names excluded), or None when it calls anything or is not an expression of
-    names, numbers, arithmetic, subscripts and attributes. With `calls`, a call of a named
-    function is taken too, its arguments' names counted (`(ptr + offset(cfg, row)).load()`: the
-    caller checks the called function on its own)."""
+    names, numbers, arithmetic, subscripts and attributes."""
     if isinstance(expr, cst.Name):
-        return set() if calls and expr.value in ("True", "False", "None") else {expr.value}
+        return {expr.value}
     if isinstance(expr, (cst.Integer, cst.Float)):
         return set()
     if isinstance(expr, cst.Attribute):
-        return _value_names(expr.value, calls)
+        return _value_names(expr.value)
     if isinstance(expr, cst.BinaryOperation):
-        left, right = _value_names(expr.left, calls), _value_names(expr.right, calls)
+        left, right = _value_names(expr.left), _value_names(expr.right)
         return None if left is None or right is None else left | right
     if isinstance(expr, cst.Subscript):
-        names = _value_names(expr.value, calls)
+        names = _value_names(expr.value)
         for el in expr.slice:
             idx = el.slice.value if isinstance(el.slice, cst.Index) else None
-            sub = _value_names(idx, calls) if idx is not None else None
+            sub = _value_names(idx) if idx is not None else None
             if names is None or sub is None:
-                return None
-            names |= sub
-        return names
-    if calls and isinstance(expr, cst.UnaryOperation):
-        return _value_names(expr.expression, calls)
-    if calls and isinstance(expr, cst.IfExp):
-        parts = [_value_names(e, calls) for e in (expr.test, expr.body, expr.orelse)]
-        return None if None in parts else set().union(*parts)
-    if calls and isinstance(expr, cst.Call) and isinstance(expr.func, (cst.Name, cst.Attribute)):
-        # A method's receiver is named (`x.load().to(t)`: x); a module's function is not.
-        names = _value_names(expr.func.value, calls) if isinstance(expr.func, cst.Attribute) else set()
-        if names is None:
-            return None
-        for a in expr.args:
-            sub = _value_names(a.value, calls)
-            if sub is None:
                 return None
             names |= sub
         return names
