@@ -2481,7 +2481,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
             first = run_all(first_trips, discovered, ctas, discovering=True)
         except I.Unsupported:
             return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound,
-                          splits)
+                              splits)
     uses_flags = any(isinstance(op, (I.RawFlagWait, I.RawFlagUpdate)) for _, _, it in first for op in ir.walk(it.out))
     if uses_flags and ctas == cluster:
         want = env.grid if env.grid else 2
@@ -2492,7 +2492,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
                 first = run_all(first_trips, discovered, ctas, discovering=True)
             except I.Unsupported:  # the interpretation budget, now over more CTAs
                 return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound,
-                          splits)
+                                  splits)
         registry.assume("CTAs that spin on a GMEM flag written by another CTA are co-resident")
         registry.assume(f"{ctas} CTAs modeled for the GMEM flag protocol")
     multiples = {s: m for s, m in registry.multiples.items() if s in discovered}
