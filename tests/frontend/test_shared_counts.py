@@ -67,6 +67,41 @@ def test_a_loop_whose_continue_could_skip_the_count_is_no_countdown():
     assert not any("trip more than that loop" in a for a in m.assumptions), m.assumptions
 
 
+# cuDNN's DSA score recompute: the producer hands over the first tile under `if n >= 1:` and then
+# counts `k = n - 3` down by two; the consumer counts `k = n - 1` down by two. Taken apart (the
+# branch a free choice, each loop's trips its own), the model paired a taken-`else` branch with
+# a loop trip: a false deadlock.
+STEPPED = """\
+n = mA.shape[0]
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp_idx == 0:
+    if n >= 1:
+        cute.arch.barrier(barrier_id=1, number_of_threads=64)
+    k = n - START
+    while k >= 0:
+        cute.arch.barrier(barrier_id=1, number_of_threads=64)
+        k = k - 2
+elif warp_idx == 1:
+    j = n - 1
+    while j >= 0:
+        cute.arch.barrier(barrier_id=1, number_of_threads=64)
+        j = j - 2
+"""
+
+
+def test_countdowns_by_two_pair_up_through_the_value_they_count(require_spin):
+    k = _check(STEPPED.replace("START", "3"))
+    assert k.verdict == "verified", (k.reason, [f.message for f in k.findings])
+    assert any("counts down by 2" in a for a in k.assumptions), k.assumptions
+
+
+def test_a_countdown_by_two_from_one_more_deadlocks(require_spin):
+    # `k = n - 2`: one handover more than the consumer takes whenever n is even.
+    k = _check(STEPPED.replace("START", "2"))
+    assert k.verdict == "counterexample", k.reason
+    assert [f.code for f in k.findings] == ["CS101"]
+
+
 def test_a_producer_that_does_not_count_its_first_tile_still_deadlocks(require_spin):
     # One more tile produced than consumed: the producer's tail waits for a release that never comes.
     k = _check(COUNTDOWN.replace("PROLOGUE_COUNT", "pass"))

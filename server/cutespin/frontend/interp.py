@@ -2660,7 +2660,7 @@ class KernelInterp:
         counter = _countdown_variable(stmt)
         if counter is None:
             return None
-        name, floor = counter
+        name, floor, step = counter
         lin = _linear(getattr(self.env.get(name), "key", None))
         if not lin or set(lin) == {None}:
             return None
@@ -2672,11 +2672,35 @@ class KernelInterp:
         except TypeError:  # an unhashable term
             return None
         d = start - ref_start
-        if d:
-            self.registry.assume(f"the loop `while {text}` at line {line} counts down the value the loop at line "
-                                 f"{ref_line} counts from {abs(d)} {'more' if d > 0 else 'less'}: it runs {abs(d)} "
-                                 f"trip{'s' if abs(d) > 1 else ''} {'more' if d > 0 else 'fewer'} than that loop")
-        return max(0, self.trip(ref_text, stmt) + d)
+        if step == 1 and not self.registry.countdown_steps.get(base):
+            if d:
+                self.registry.assume(f"the loop `while {text}` at line {line} counts down the value the loop at line "
+                                     f"{ref_line} counts from {abs(d)} {'more' if d > 0 else 'less'}: it runs {abs(d)} "
+                                     f"trip{'s' if abs(d) > 1 else ''} {'more' if d > 0 else 'fewer'} than that loop")
+            return max(0, self.trip(ref_text, stmt) + d)
+        return self.stepped_countdown_trips(stmt, text, base, step, d, (ref_text, ref_start, ref_line))
+
+    def stepped_countdown_trips(self, stmt: cst.While, text: str, base: tuple, step: int, d: int, ref) -> int:
+        """A countdown by a step above one (cuDNN's DSA: `n_0 = n_block_max - 3; while n_0 >= 0:
+        ...; n_0 = n_0 - 2`, with a second warp from `- 4` and the consumer warp groups from `- 1`
+        and `- 2`). A trip count would not tell the counted value's parity, which decides how the
+        trips of such loops pair. So the configured count is the counted value itself, relative to
+        the first countdown loop of the term seen (`ref`): every value in 1..bound, each loop
+        running the trips that value gives, and a comparison of the term (`if n_block_max >= 1:`)
+        decided by it too (`bound_terms`), also before the loop."""
+        ref_text, ref_start, ref_line = ref
+        self.registry.countdown_steps[base] = True
+        if len(base) == 1 and base[0][1] == 1:
+            try:
+                # The term is `-ref_start + count` in this configuration.
+                self.registry.bound_terms.setdefault(base[0][0], (ref_text, -ref_start, 1))
+            except TypeError:
+                pass
+        line = self.span(stmt).line
+        self.registry.assume(f"the loop `while {text}` at line {line} counts down by {step}: the value it counts "
+                             f"from takes every count of the loop `while {ref_text}` at line {ref_line}"
+                             f"{f' {d:+d}' if d else ''}, and it runs that many trips divided by {step}, rounded up")
+        return max(0, -(-(self.trip(ref_text, stmt) + d) // step))
 
     def try_spin(self, stmt: cst.While) -> bool:
         """`while not try_wait(bar, p)` and `while load(flag) < n` become blocking waits."""
@@ -2732,6 +2756,11 @@ class KernelInterp:
             decided = self.bound_decided(key)
             if decided is not None:
                 return decided
+        if key is not None and self.ctx.discovering:
+            # A comparison met before the loop that makes one of its terms a bound (a stepped
+            # countdown after `if n >= 1:`): the discovery run's warp is not reused for the
+            # configurations (`_reuse_discovery`), which decide it.
+            self.early_keys.update(_comparison_terms(key))
         if key is not None and self.registry.entry_terms:
             if key in self.registry.entry_terms:
                 return True
@@ -5074,6 +5103,8 @@ class Registry:
         # `while n > 0: ... n -= 1` loops: n's linear term less its constant -> (the first such
         # loop's bound text, its start's constant, its line). Interp.countdown_trips.
         self.countdowns: dict = {}
+        # Bases of `countdowns` counted down by a step above one somewhere (stepped_countdown_trips).
+        self.countdown_steps: dict = {}
         # `while` bound text -> {computed: line}: True where a warp computes the condition as a
         # uniform term (a scheduler warp's `advance_to_next_work()`), False where the condition
         # has no term (the case seen: a tile another warp wrote to shared memory). One trip count
@@ -8522,9 +8553,9 @@ def _body_is_trivial(body) -> bool:
 
 
 def _countdown_variable(stmt: cst.While) -> Optional[tuple]:
-    """(n, k) for `while n > k:` (or `n >= k + 1`) whose body counts n down by one per trip at
-    its top level, assigns it nowhere else and has no `continue` that could skip the count; the
-    loop then runs `n - k` trips."""
+    """(n, k, s) for `while n > k:` (or `n >= k + 1`) whose body counts n down by s per trip at
+    its top level (`n -= s`, `n = n - s`), assigns it nowhere else and has no `continue` that
+    could skip the count; the loop then runs `n - k` trips divided by s, rounded up."""
     t = stmt.test
     if not (isinstance(t, cst.Comparison) and len(t.comparisons) == 1 and isinstance(t.left, cst.Name)):
         return None
@@ -8539,11 +8570,37 @@ def _countdown_variable(stmt: cst.While) -> Optional[tuple]:
     else:
         return None
     name = t.left.value
-    top = [x for s in stmt.body.body if isinstance(s, cst.SimpleStatementLine) for x in s.body
-           if isinstance(x, cst.AugAssign) and isinstance(x.target, cst.Name) and x.target.value == name]
-    if len(top) != 1 or not isinstance(top[0].operator, cst.SubtractAssign) or _int_literal(top[0].value) != 1:
+    steps = [_countdown_step(x, name) for s in stmt.body.body if isinstance(s, cst.SimpleStatementLine)
+             for x in s.body]
+    steps = [x for x in steps if x is not None]
+    if len(steps) != 1 or steps[0] < 1:
         return None
-    return (name, floor) if _writes_of(stmt.body, name) == 1 and not _continues(stmt.body) else None
+    return (name, floor, steps[0]) if _writes_of(stmt.body, name) == 1 and not _continues(stmt.body) else None
+
+
+def _comparison_terms(key) -> set:
+    """The uniform terms a comparison key is linear in (none for any other key)."""
+    key, _ = _strip_not(key)
+    if not (isinstance(key, tuple) and len(key) == 5 and key[0] == "cmp"):
+        return set()
+    terms = set()
+    for side in key[3:]:
+        lin = _linear(side)
+        if lin:
+            terms |= {t for t in lin if t is not None}
+    return terms
+
+
+def _countdown_step(small, name: str) -> Optional[int]:
+    """k for `name -= k` or `name = name - k` (an integer literal k), else None."""
+    if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and small.target.value == name:
+        return _int_literal(small.value) if isinstance(small.operator, cst.SubtractAssign) else None
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+            and small.targets[0].target.value == name and isinstance(small.value, cst.BinaryOperation) \
+            and isinstance(small.value.operator, cst.Subtract) and isinstance(small.value.left, cst.Name) \
+            and small.value.left.value == name:
+        return _int_literal(small.value.right)
+    return None
 
 
 def _continues(body) -> bool:
