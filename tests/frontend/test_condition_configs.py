@@ -735,3 +735,92 @@ def test_two_comparisons_of_one_value_never_both_hold_in_the_selection(require_s
     bad = api.check_source(kernel_source(PIPE + EXCLUSIVE_MODES.replace("CONSUMED", "(1, 3)")), "k.py",
                            Settings(verify_fixes=False), with_fixes=False).kernels[0]
     assert bad.verdict == "counterexample" and "CS101" in [f.code for f in bad.findings], bad.reason
+
+
+SPLIT_PAST_BUDGET = """\
+    smem = cutlass.utils.SmemAllocator()
+    bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    if warp_idx == 0:
+        cute.arch.mbarrier_init(bars, 1)
+        cute.arch.mbarrier_init(bars + 1, 1)
+    cute.arch.mbarrier_init_fence()
+    cute.arch.sync_threads()
+    if warp_idx == 0:
+        acc = cutlass.Float32(0.0)
+        for i in cutlass.range_constexpr(64):
+            acc = acc + cute.math.exp2(mA[i], fastmath=True)
+        mA[0] = acc
+        producer_fn = self.arrive_first if cutlass.const_expr(self.split) else self.arrive_second
+        with cute.arch.elect_one():
+            producer_fn(bars)
+    if warp_idx == 1:
+        cute.arch.mbarrier_wait(bars, 0)
+    """
+ARRIVE_HELPERS = """\
+    @cute.jit
+    def arrive_first(self, bars):
+        cute.arch.mbarrier_arrive(bars)
+
+    @cute.jit
+    def arrive_second(self, bars):
+        cute.arch.mbarrier_arrive(bars + 1)
+"""
+
+
+def _budget_steps(src: str, compact: bool) -> int:
+    """Interpretation steps the kernel of `src` takes in all (the largest registry's count)."""
+    from cutespin.frontend import build_kernel, interp
+    from cutespin.frontend.discover import discover
+    info = discover(src, "k.py")
+    seen = []
+    real_init = interp.Registry.__init__
+
+    def init(self, *a, **kw):
+        real_init(self, *a, **kw)
+        seen.append(self)
+
+    interp.Registry.__init__ = init
+    try:
+        build_kernel(info, info.kernels[0], "k.py", Settings(), compact=compact)
+    finally:
+        interp.Registry.__init__ = real_init
+    return max(r.steps for r in seen)
+
+
+def test_a_kernel_out_of_budget_before_its_configurations_is_tried_again_compact(monkeypatch):
+    """cuDNN's DSA score recompute: unrolled register math takes the budget before the build choice
+    of the producer routine is checked per value, so that call stays an unknown call receiving
+    barriers. The compact second try (compute loops one trip each) fits and checks both values,
+    both when the first run ran out and when only the configurations' runs did."""
+    from cutespin.frontend import build_kernel, build_kernel_compacting, interp
+    from cutespin.frontend.discover import discover
+    src = kernel_source(SPLIT_PAST_BUDGET, init="self.split = host_flag()", extra_class=ARRIVE_HELPERS)
+    full, compact = _budget_steps(src, False), _budget_steps(src, True)
+    assert compact * 2 < full
+    info = discover(src, "k.py")
+    site = info.kernels[0]
+    for budget, first_run_fits in ((compact + 10, False), (full - 10, True)):
+        monkeypatch.setattr(interp, "MAX_KERNEL_STEPS", budget)
+        first = build_kernel(info, site, "k.py", Settings())
+        assert first.splits_left and first.unmodeled, budget
+        over = any("interpretation steps" in u.why for u in first.unmodeled)
+        assert over != first_run_fits, (budget, first.unmodeled)
+        if first_run_fits:
+            assert any("past the interpretation budget" in a and "self.split" in a for a in first.assumptions)
+        m = build_kernel_compacting(info, site, "k.py", Settings())
+        assert not m.unmodeled and len(m.configs) == 2, (budget, m.unmodeled, m.configs)
+        assert any("one trip at an unknown index" in a for a in m.assumptions), m.assumptions
+
+
+def test_the_compact_try_is_checked_like_any_model(monkeypatch, require_spin):
+    # Past the budget, the build that arrives on the second barrier still leaves warp 1 waiting.
+    from cutespin.frontend import interp
+    src = kernel_source(SPLIT_PAST_BUDGET, init="self.split = host_flag()", extra_class=ARRIVE_HELPERS)
+    monkeypatch.setattr(interp, "MAX_KERNEL_STEPS", _budget_steps(src, False) - 10)
+    monkeypatch.setattr(api, "CACHE", api._ResultCache())
+    kr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    assert kr.verdict == "counterexample" and {f.code for f in kr.findings} == {"CS101"}, (kr.verdict, kr.reason)
+    fixed = src.replace("cute.arch.mbarrier_arrive(bars + 1)", "cute.arch.mbarrier_arrive(bars)")
+    kr = api.check_source(fixed, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    assert kr.verdict == "verified" and not kr.unmodeled, (kr.verdict, kr.reason)

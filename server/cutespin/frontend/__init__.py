@@ -103,14 +103,20 @@ def build_kernel_compacting(info: ModuleInfo, site: KernelSite, path: str, setti
     constructs unmodeled, so kernels that fit are never built that way. A kernel with another
     unmodeled construct before the budget ran out is not tried again: it could not become fully
     modeled, and the second try can take as long as the first; unless the budget ran out before the
-    uniform conditions found were checked as configurations of their own (`splits_left`), which
-    decide what the first runs left unknown (a routine chosen on a build option, cuDNN's DSA)."""
+    uniform conditions found were checked as configurations of their own (`splits_left`, also
+    when the runs before those fitted), which decide what the first runs left unknown (a routine
+    chosen on a build option, cuDNN's DSA). The second try is kept when it fitted the budget."""
     model = build_kernel(info, site, path, settings)
-    if not any(_over_budget(u) for u in model.unmodeled) \
-            or not model.splits_left and not all(_over_budget(u) for u in model.unmodeled):
+    if not model.splits_left and (not any(_over_budget(u) for u in model.unmodeled)
+                                  or not all(_over_budget(u) for u in model.unmodeled)):
         return model
     compact = build_kernel(info, site, path, settings, compact=True)
-    return model if any(_over_budget(u) for u in compact.unmodeled) else compact
+    if any(_over_budget(u) for u in compact.unmodeled):
+        return model
+    # A first try that fitted the budget (only its configurations' runs did not) is kept unless
+    # the compact one left fewer constructs unmodeled: it is the more precise model.
+    first_fitted = not any(_over_budget(u) for u in model.unmodeled)
+    return model if first_fitted and len(compact.unmodeled) >= len(model.unmodeled) else compact
 
 
 def _over_budget(u: ir.Unmodeled) -> bool:
@@ -2343,6 +2349,10 @@ def _split_uniform_conditions(configs, runs, splits, registry, unmodeled0, run_c
             registry.unmodeled.clear()
             registry.unmodeled.update(good[2])
             registry.splits_left = True
+            cut = ", ".join(f"`{splits[k][1]}` (line {splits[k][0]})" for k in take)
+            registry.assume(f"past the interpretation budget ({I.MAX_KERNEL_STEPS} steps) the runtime "
+                            f"condition{'s' if len(take) > 1 else ''} {cut} could not be checked as configurations "
+                            f"of their own: what their branches leave unknown stays unknown")
             break
         good = (configs, runs, dict(registry.unmodeled), list(used))
     configs, runs, _, used = good
