@@ -824,3 +824,48 @@ def test_the_compact_try_is_checked_like_any_model(monkeypatch, require_spin):
     fixed = src.replace("cute.arch.mbarrier_arrive(bars + 1)", "cute.arch.mbarrier_arrive(bars)")
     kr = api.check_source(fixed, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
     assert kr.verdict == "verified" and not kr.unmodeled, (kr.verdict, kr.reason)
+
+
+NO_TILE = """\
+    if warp_idx == 0:
+        st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+        lo, hi = tile_bounds(mA)
+        for q in cutlass.range(lo, hi, 1, unroll=1):
+            pipe.producer_acquire(st)
+            pipe.producer_commit(st)
+            st.advance()
+        if lo >= hi:
+            pipe.producer_acquire(st)
+            pipe.producer_commit(st)
+            st.advance()
+        pipe.producer_tail(st)
+    elif warp_idx == 1:
+        st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+        lo, hi = tile_bounds(mA)
+        for q in cutlass.range(lo, hi, 1, unroll=1):
+            pipe.consumer_wait(st)
+            pipe.consumer_release(st)
+            st.advance()
+        if lo >= hi:
+            pipe.consumer_wait(st)
+            pipe.consumer_release(st)
+            st.advance()
+    """
+
+
+def test_a_test_of_the_loop_range_after_it_agrees_with_the_trips_it_ran(require_spin):
+    """cuDNN's SDPA backward: `lo, hi = _bounds(...)` (a value with no term), `for q in range(lo,
+    hi)`, then `if lo >= hi:` one more handoff for a CTA with no tile. The loop starts at 0 as
+    stated, so `lo` is 0 and the test is decided by the trip count (never true: loops run 1..B
+    trips, P9); it was a choice per warp, the pipeline state after it unknown."""
+    src = kernel_source(PIPE + textwrap.dedent(NO_TILE))
+    kr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    assert kr.verdict == "verified" and not kr.unmodeled, (kr.verdict, kr.reason)
+    assert any("starts at 0" in a for a in kr.assumptions), kr.assumptions
+    # Loops run 1..B trips (P9): a consumer that takes one more handoff whenever there is a tile
+    # waits for one the producer never makes.
+    body = textwrap.dedent(NO_TILE)
+    at = body.rindex("if lo >= hi:")
+    src = kernel_source(PIPE + body[:at] + "if lo < hi:" + body[at + len("if lo >= hi:"):])
+    kr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    assert kr.verdict == "counterexample" and {f.code for f in kr.findings} == {"CS101"}, (kr.verdict, kr.reason)

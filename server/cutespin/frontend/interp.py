@@ -2220,6 +2220,15 @@ class KernelInterp:
             return [self.binop(operator.add, start, i * st) for i in range(trips)]
         if not _is_int(start):
             self.registry.assume(f"loop at line {self.span(node).line} starts at 0")
+            if isinstance(start_node, cst.Name) and isinstance(bound_node, cst.Name) and st == 1 \
+                    and _unknown_without_term(self.env.get(start_node.value)):
+                # cuDNN's SDPA backward: `lo, hi = _bounds(...)` (lo a helper's branch result),
+                # `for q in range(lo, hi)`, then `if lo >= hi:` for a CTA with no tile. The start
+                # is 0 as stated and the stop has its trip count, so that test agrees with the
+                # trips the loop ran (it was a free choice, so the parity after it was unknown).
+                # `if lo < hi:` before the loop is its entry test (`entry_text_decided`).
+                self.env[start_node.value] = first
+                self.registry.entry_texts.add((start_node.value, bound_node.value))
         return [first + i * st for i in range(trips)]
 
     def bind_linear_name(self, expr, value: int) -> None:
@@ -3479,6 +3488,9 @@ class KernelInterp:
         return Unknown("operator on non-numbers")
 
     def eval_Comparison(self, node):
+        decided = self.entry_text_decided(node)
+        if decided is not None:
+            return decided
         result = True
         left = self.eval(node.left)
         left_node = node.left
@@ -3494,6 +3506,24 @@ class KernelInterp:
             result = self.logic_and(result, r)
             left = right
         return result
+
+    def entry_text_decided(self, node) -> Optional[bool]:
+        """`lo < hi` (or `lo >= hi`) where a runtime loop `range(lo, hi)` of the kernel starts at a
+        value with no term (`entry_texts`) and `lo` still holds such a value (the test comes
+        before the loop): the loop's entry test, which holds in every configuration (loops run
+        1..B trips, P9). cuDNN's SDPA backward loads K and V under `if lo < hi:`, then loops."""
+        if len(node.comparisons) != 1 or not self.registry.entry_texts:
+            return None
+        comp = node.comparisons[0]
+        if not (isinstance(node.left, cst.Name) and isinstance(comp.comparator, cst.Name)) or \
+                (node.left.value, comp.comparator.value) not in self.registry.entry_texts or \
+                not _unknown_without_term(self.env.get(node.left.value)):
+            return None
+        if isinstance(comp.operator, cst.LessThan):
+            return True
+        if isinstance(comp.operator, cst.GreaterThanEqual):
+            return False
+        return None
 
     def note_index_comparison(self, index_node, other) -> None:
         """`subtile_idx == self.release_at` with `subtile_idx` the index of a runtime loop and the
@@ -5092,6 +5122,9 @@ class Registry:
         # not explored), so the comparison holds, also before the loop (a prefetch guarded by
         # `if bidx_start < M_ceil:`, the loop's own entry test).
         self.entry_terms: set = set()
+        # (start, stop) names of runtime loops `range(lo, hi)` whose start has no term: `lo < hi`
+        # is their entry test too (KernelInterp.entry_text_decided).
+        self.entry_texts: set = set()
         # Grid-stride loops: (start, step, stop term, bound text), start and step as linear forms.
         self.loop_facts: list = []
         # Bounds of loops with a runtime step: their names keep their value (see eval_Name).
@@ -8365,6 +8398,11 @@ def as_dtype(v):
         if last in DTYPE_BITS:
             return DType(last, DTYPE_BITS[last])
     return None
+
+
+def _unknown_without_term(v) -> bool:
+    """A value not known and not a uniform term either (no key): nothing else can decide it."""
+    return isinstance(v, Unknown) and not isinstance(v, LaneVal) and v.key is None
 
 
 def _is_int(v) -> bool:
