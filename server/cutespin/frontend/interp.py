@@ -623,6 +623,22 @@ def _subscript_store_bases(node) -> frozenset:
     return frozenset(found)
 
 
+def _call_argument_names(node) -> set:
+    """Every name inside the arguments of the calls in a node (`cute.copy(src, regs)`,
+    `f(obj.regs)` -> src, regs, f's obj)."""
+    return {n.value for c in _calls_in(node) for a in c.args
+            for n in cst_matchers.findall(a.value, cst_matchers.Name())}
+
+
+def _stores_through_expressions(node) -> bool:
+    """Whether a node stores by subscript into anything but a name (`obj.regs[i] = x`)."""
+    for n in cst_matchers.findall(node, cst_matchers.Assign() | cst_matchers.AugAssign()):
+        for t in ([t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]):
+            if isinstance(t, cst.Subscript) and not isinstance(t.value, cst.Name):
+                return True
+    return False
+
+
 def _method_receivers(node) -> set:
     """The local names a node calls methods on (`elems.append(x)` -> `elems`)."""
     return {c.func.value.value for c in _calls_in(node)
@@ -2343,7 +2359,26 @@ class KernelInterp:
                 if isinstance(self.env.get(name), (list, dict)):
                     # `elems.append(x)`, `d["n"] = ...` ran once for all the trips: not known.
                     self.env[name] = Unknown(f"{name} {why}")
+            self.forget_loop_registers(stmt)
+
+    def forget_loop_registers(self, stmt) -> None:
+        """After a loop checked as one trip, or left early: the values of the one-element register
+        tensors it may write are not known. Only those: a register the loop never names (cuDNN's
+        top-k keeps its mbarrier phase in `sync_phase[0]` across a long loop that pads a buffer)
+        keeps its value. Where the loop names a value that may hold registers (an object, a
+        sequence) or stores through an expression, every register is forgotten."""
+        names = _method_receivers(stmt) | _subscript_store_bases(stmt) | _call_argument_names(stmt)
+        local_calls = any(isinstance(c.func, cst.Name) and c.func.value in self.env for c in _calls_in(stmt))
+        if _stores_through_expressions(stmt) or local_calls:  # a closure may write what it captured
             self.reg_values = {}
+            return
+        for name in names:
+            v = self.env.get(name)
+            if isinstance(v, Rmem):
+                self.reg_values.pop(v.key, None)
+            elif not isinstance(v, (Smem, Gmem, Unknown, int, float, bool, str, type(None))):
+                self.reg_values = {}
+                return
 
     def compacts(self, node) -> bool:
         """In the second try of a kernel past the budget (`build_kernel_compacting`), whether the
