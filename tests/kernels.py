@@ -49,3 +49,25 @@ warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     barrier_storage=bars,
 )
 """
+
+
+def interpretation_steps(src: str, compact: bool = False) -> int:
+    """The interpretation steps the first kernel of `src` takes in all (the largest count of the
+    registries its build made), in the full or the compact try (`build_kernel_compacting`)."""
+    from cutespin.config import Settings
+    from cutespin.frontend import build_kernel, interp
+    from cutespin.frontend.discover import discover
+    info = discover(src, "k.py")
+    seen = []
+    real_init = interp.Registry.__init__
+
+    def init(self, *a, **kw):
+        real_init(self, *a, **kw)
+        seen.append(self)
+
+    interp.Registry.__init__ = init
+    try:
+        build_kernel(info, info.kernels[0], "k.py", Settings(), compact=compact)
+    finally:
+        interp.Registry.__init__ = real_init
+    return max(r.steps for r in seen)

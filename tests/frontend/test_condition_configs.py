@@ -14,7 +14,7 @@ from cutespin.config import Settings
 from cutespin.frontend import build_models
 from cutespin.frontend.interp import enum_parts
 
-from ..kernels import kernel_source
+from ..kernels import interpretation_steps, kernel_source
 
 PIPE = """\
 smem = cutlass.utils.SmemAllocator()
@@ -505,12 +505,24 @@ class Gate:
     assert by_value == {True: [("bars", 0)], False: [("bars[1]", 0)]}, by_value
 
 
-def test_a_build_choice_between_two_methods_is_a_configuration_per_value():
-    """cuDNN's DSA score recompute: `producer_fn = self.producer_warp_split if
-    const_expr(self.split) else self.producer`, `split` read from the environment on the host,
-    then `producer_fn(bars, ...)`. A build picks one routine, so each value is a configuration
-    and the call is interpreted (it was unmodeled: a call of an unknown value given barriers)."""
-    extra = """\
+ROUTINE_CHOICE = """\
+smem = cutlass.utils.SmemAllocator()
+bars = smem.allocate_array(cutlass.Int64, num_elems=2)
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp_idx == 0:
+    cute.arch.mbarrier_init(bars, 1)
+    cute.arch.mbarrier_init(bars + 1, 1)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+if warp_idx == 0:
+MATH
+    producer_fn = self.arrive_first if cutlass.const_expr(self.split) else self.arrive_second
+    with cute.arch.elect_one():
+        producer_fn(bars)
+if warp_idx == 1:
+    cute.arch.mbarrier_wait(bars, 0)
+"""
+ARRIVE_HELPERS = """\
     @cute.jit
     def arrive_first(self, bars):
         cute.arch.mbarrier_arrive(bars)
@@ -519,22 +531,15 @@ def test_a_build_choice_between_two_methods_is_a_configuration_per_value():
     def arrive_second(self, bars):
         cute.arch.mbarrier_arrive(bars + 1)
 """
-    src = kernel_source("""\
-        smem = cutlass.utils.SmemAllocator()
-        bars = smem.allocate_array(cutlass.Int64, num_elems=2)
-        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-        if warp_idx == 0:
-            cute.arch.mbarrier_init(bars, 1)
-            cute.arch.mbarrier_init(bars + 1, 1)
-        cute.arch.mbarrier_init_fence()
-        cute.arch.sync_threads()
-        if warp_idx == 0:
-            producer_fn = self.arrive_first if cutlass.const_expr(self.split) else self.arrive_second
-            with cute.arch.elect_one():
-                producer_fn(bars)
-        if warp_idx == 1:
-            cute.arch.mbarrier_wait(bars, 0)
-        """, init="self.split = host_flag()", extra_class=extra)
+
+
+def test_a_build_choice_between_two_methods_is_a_configuration_per_value():
+    """cuDNN's DSA score recompute: `producer_fn = self.producer_warp_split if
+    const_expr(self.split) else self.producer`, `split` read from the environment on the host,
+    then `producer_fn(bars, ...)`. A build picks one routine, so each value is a configuration
+    and the call is interpreted (it was unmodeled: a call of an unknown value given barriers)."""
+    src = kernel_source(ROUTINE_CHOICE.replace("MATH\n", ""), init="self.split = host_flag()",
+                        extra_class=ARRIVE_HELPERS)
     m = build_models(src, "k.py", Settings())[0]
     assert not m.unmodeled, m.unmodeled
     assert len(m.configs) == 2, m.configs
@@ -737,55 +742,13 @@ def test_two_comparisons_of_one_value_never_both_hold_in_the_selection(require_s
     assert bad.verdict == "counterexample" and "CS101" in [f.code for f in bad.findings], bad.reason
 
 
-SPLIT_PAST_BUDGET = """\
-    smem = cutlass.utils.SmemAllocator()
-    bars = smem.allocate_array(cutlass.Int64, num_elems=2)
-    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-    if warp_idx == 0:
-        cute.arch.mbarrier_init(bars, 1)
-        cute.arch.mbarrier_init(bars + 1, 1)
-    cute.arch.mbarrier_init_fence()
-    cute.arch.sync_threads()
-    if warp_idx == 0:
-        acc = cutlass.Float32(0.0)
-        for i in cutlass.range_constexpr(64):
-            acc = acc + cute.math.exp2(mA[i], fastmath=True)
-        mA[0] = acc
-        producer_fn = self.arrive_first if cutlass.const_expr(self.split) else self.arrive_second
-        with cute.arch.elect_one():
-            producer_fn(bars)
-    if warp_idx == 1:
-        cute.arch.mbarrier_wait(bars, 0)
-    """
-ARRIVE_HELPERS = """\
-    @cute.jit
-    def arrive_first(self, bars):
-        cute.arch.mbarrier_arrive(bars)
-
-    @cute.jit
-    def arrive_second(self, bars):
-        cute.arch.mbarrier_arrive(bars + 1)
-"""
-
-
-def _budget_steps(src: str, compact: bool) -> int:
-    """Interpretation steps the kernel of `src` takes in all (the largest registry's count)."""
-    from cutespin.frontend import build_kernel, interp
-    from cutespin.frontend.discover import discover
-    info = discover(src, "k.py")
-    seen = []
-    real_init = interp.Registry.__init__
-
-    def init(self, *a, **kw):
-        real_init(self, *a, **kw)
-        seen.append(self)
-
-    interp.Registry.__init__ = init
-    try:
-        build_kernel(info, info.kernels[0], "k.py", Settings(), compact=compact)
-    finally:
-        interp.Registry.__init__ = real_init
-    return max(r.steps for r in seen)
+# Unrolled register math before the routine choice (compute loops: one trip in the compact try).
+SPLIT_PAST_BUDGET = ROUTINE_CHOICE.replace("MATH\n", """\
+    acc = cutlass.Float32(0.0)
+    for i in cutlass.range_constexpr(64):
+        acc = acc + cute.math.exp2(mA[i], fastmath=True)
+    mA[0] = acc
+""")
 
 
 def test_a_kernel_out_of_budget_before_its_configurations_is_tried_again_compact(monkeypatch):
@@ -796,7 +759,7 @@ def test_a_kernel_out_of_budget_before_its_configurations_is_tried_again_compact
     from cutespin.frontend import build_kernel, build_kernel_compacting, interp
     from cutespin.frontend.discover import discover
     src = kernel_source(SPLIT_PAST_BUDGET, init="self.split = host_flag()", extra_class=ARRIVE_HELPERS)
-    full, compact = _budget_steps(src, False), _budget_steps(src, True)
+    full, compact = interpretation_steps(src, False), interpretation_steps(src, True)
     assert compact * 2 < full
     info = discover(src, "k.py")
     site = info.kernels[0]
@@ -817,7 +780,7 @@ def test_the_compact_try_is_checked_like_any_model(monkeypatch, require_spin):
     # Past the budget, the build that arrives on the second barrier still leaves warp 1 waiting.
     from cutespin.frontend import interp
     src = kernel_source(SPLIT_PAST_BUDGET, init="self.split = host_flag()", extra_class=ARRIVE_HELPERS)
-    monkeypatch.setattr(interp, "MAX_KERNEL_STEPS", _budget_steps(src, False) - 10)
+    monkeypatch.setattr(interp, "MAX_KERNEL_STEPS", interpretation_steps(src, False) - 10)
     monkeypatch.setattr(api, "CACHE", api._ResultCache())
     kr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
     assert kr.verdict == "counterexample" and {f.code for f in kr.findings} == {"CS101"}, (kr.verdict, kr.reason)
@@ -869,3 +832,57 @@ def test_a_test_of_the_loop_range_after_it_agrees_with_the_trips_it_ran(require_
     src = kernel_source(PIPE + body[:at] + "if lo < hi:" + body[at + len("if lo >= hi:"):])
     kr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
     assert kr.verdict == "counterexample" and {f.code for f in kr.findings} == {"CS101"}, (kr.verdict, kr.reason)
+
+
+FIRST_TILE = """\
+    if warp_idx == 0:
+        st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 2)
+        lo, hi = tile_bounds(mA)
+        if lo < hi:
+            pipe.producer_acquire(st)
+            pipe.producer_commit(st)
+            st.advance()
+        for q in cutlass.range(lo, hi, 1, unroll=1):
+            pipe.producer_acquire(st)
+            pipe.producer_commit(st)
+            st.advance()
+        pipe.producer_tail(st)
+    elif warp_idx == 1:
+        st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)
+        lo, hi = tile_bounds(mA)
+        if lo < hi:
+            pipe.consumer_wait(st)
+            pipe.consumer_release(st)
+            st.advance()
+        for q in cutlass.range(lo, hi, 1, unroll=1):
+            pipe.consumer_wait(st)
+            pipe.consumer_release(st)
+            st.advance()
+    """
+
+
+def test_a_test_of_the_loop_range_before_it_is_its_entry_test(require_spin):
+    # cuDNN's SDPA backward loads K and V under `if lo < hi:` before its loop over `range(lo, hi)`:
+    # the loop's entry test, true in every configuration (P9), stated as such.
+    src = kernel_source(PIPE + textwrap.dedent(FIRST_TILE))
+    kr = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    assert kr.verdict == "verified" and not kr.unmodeled, (kr.verdict, kr.reason)
+    assert any("is the entry test of the loop" in a for a in kr.assumptions), kr.assumptions
+
+
+def test_the_same_names_in_another_function_are_not_that_loops_entry_test():
+    # A helper's own `lo < hi` is no test of the kernel's loop, whatever its names.
+    helper = """\
+    @cute.jit
+    def other_tiles(self, mA, st):
+        lo, hi = tile_bounds(mA)
+        if lo < hi:
+            st.advance()
+"""
+    body = textwrap.dedent(FIRST_TILE).replace("        pipe.producer_tail(st)\n",
+                                                "        self.other_tiles(mA, st)\n        pipe.producer_tail(st)\n")
+    src = kernel_source(PIPE + body, extra_class=helper)
+    m = build_models(src, "k.py", Settings())[0]
+    helper_line = src.splitlines().index("        if lo < hi:") + 1
+    decided = [a for a in m.assumptions if "is the entry test of the loop" in a]
+    assert decided and not any(f"(line {helper_line})" in a for a in decided), decided

@@ -8,6 +8,8 @@ from cutespin.frontend import build_models
 from cutespin.model import promela
 from cutespin.model.promela import lower
 
+from ..kernels import interpretation_steps
+
 TEMPLATE = """\
 import cutlass
 import cutlass.cute as cute
@@ -265,31 +267,12 @@ if warp_idx == 1:
 """
 
 
-def _steps(src: str, compact: bool) -> int:
-    from cutespin.frontend import build_kernel, interp
-    from cutespin.frontend.discover import discover
-    info = discover(src, "k.py")
-    seen = []
-    real_init = interp.Registry.__init__
-
-    def init(self, *a, **kw):
-        real_init(self, *a, **kw)
-        seen.append(self)
-
-    interp.Registry.__init__ = init
-    try:
-        build_kernel(info, info.kernels[0], "k.py", Settings(), compact=compact)
-    finally:
-        interp.Registry.__init__ = real_init
-    return max(r.steps for r in seen)
-
-
 def test_a_kernel_past_the_budget_is_tried_again_with_compute_loops_as_one_trip(monkeypatch, require_spin):
     # cuDNN's attention kernels unroll register math (exp2 over every pair of a row) past the
     # budget. The second try checks each loop that only computes as one trip at an unknown index.
     from cutespin.frontend import interp
     src = source(UNROLLED_MATH)
-    full, compact = _steps(src, False), _steps(src, True)
+    full, compact = interpretation_steps(src, False), interpretation_steps(src, True)
     assert compact < full
     monkeypatch.setattr(interp, "MAX_KERNEL_STEPS", (full + compact) // 2)
     monkeypatch.setattr(api, "CACHE", api._ResultCache())
@@ -330,7 +313,7 @@ def interval_sum(ptr, start, end):
 def test_past_the_budget_a_runtime_loop_that_only_computes_is_one_trip(monkeypatch, require_spin):
     from cutespin.frontend import interp
     src = source(RUNTIME_MATH).replace("\n\nclass K:", INTERVAL_SUM + "\n\nclass K:")
-    full, compact = _steps(src, False), _steps(src, True)
+    full, compact = interpretation_steps(src, False), interpretation_steps(src, True)
     assert compact * 3 < full
     monkeypatch.setattr(interp, "MAX_KERNEL_STEPS", (full + compact) // 2)
     monkeypatch.setattr(api, "CACHE", api._ResultCache())

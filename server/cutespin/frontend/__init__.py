@@ -2523,7 +2523,9 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
                         f"(not every combination; raise max-configs to check more)")
     try:
         decided = [k for k in splits if _entry_decided(k[1], registry)]
-        if decided:
+        # The same for a loop whose start has no term (`lo < hi` before `range(lo, hi)`).
+        entry_met_early = bool(registry.early_entry_texts & set(registry.entry_texts))
+        if decided or entry_met_early:
             # The first run met a loop's entry test before the loop that decides it (P9): what it
             # left unknown there is known in runs from here on.
             registry.unmodeled.clear()
@@ -2546,7 +2548,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
             # The discovery run is the configuration of DISCOVERY_TRIPS trips when it read no
             # loop bound before meeting its loop (P9): that configuration is not run again.
             at_discovery = {text: min(bound, DISCOVERY_TRIPS) for text in discovered}
-            reuse = not first_trips and not decided
+            reuse = not first_trips and not decided and not entry_met_early
             runs = [_reuse_discovery(first, discovered, registry, lambda only: run_all(c.trips, {}, ctas, only=only))
                     if reuse and c.trips == at_discovery and not c.conds else run_all(c.trips, {}, ctas)
                     for c in configs]

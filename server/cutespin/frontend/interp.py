@@ -2244,7 +2244,7 @@ class KernelInterp:
                 # trips the loop ran (it was a free choice, so the parity after it was unknown).
                 # `if lo < hi:` before the loop is its entry test (`entry_text_decided`).
                 self.env[start_node.value] = first
-                self.registry.entry_texts.add((start_node.value, bound_node.value))
+                self.registry.entry_texts[self.entry_key(start_node.value, bound_node.value)] = self.span(node).line
         return [first + i * st for i in range(trips)]
 
     def bind_linear_name(self, expr, value: int) -> None:
@@ -3547,18 +3547,30 @@ class KernelInterp:
         value with no term (`entry_texts`) and `lo` still holds such a value (the test comes
         before the loop): the loop's entry test, which holds in every configuration (loops run
         1..B trips, P9). cuDNN's SDPA backward loads K and V under `if lo < hi:`, then loops."""
-        if len(node.comparisons) != 1 or not self.registry.entry_texts:
+        if len(node.comparisons) != 1:
             return None
         comp = node.comparisons[0]
-        if not (isinstance(node.left, cst.Name) and isinstance(comp.comparator, cst.Name)) or \
-                (node.left.value, comp.comparator.value) not in self.registry.entry_texts or \
-                not _unknown_without_term(self.env.get(node.left.value)):
+        if not (isinstance(node.left, cst.Name) and isinstance(comp.comparator, cst.Name)
+                and isinstance(comp.operator, (cst.LessThan, cst.GreaterThanEqual))):
             return None
-        if isinstance(comp.operator, cst.LessThan):
-            return True
-        if isinstance(comp.operator, cst.GreaterThanEqual):
-            return False
-        return None
+        if not _unknown_without_term(self.env.get(node.left.value)):
+            return None
+        key = self.entry_key(node.left.value, comp.comparator.value)
+        loop_line = self.registry.entry_texts.get(key)
+        if loop_line is None:
+            if self.ctx.discovering:
+                # The loop may come later in this run: build_kernel runs every warp again then.
+                self.registry.early_entry_texts.add(key)
+            return None
+        self.registry.assume(f"`{self.code(node)}` (line {self.span(node).line}) is the entry test of the loop at "
+                             f"line {loop_line} over the same names: true, as that loop runs at least once")
+        return isinstance(comp.operator, cst.LessThan)
+
+    def entry_key(self, start: str, stop: str) -> tuple:
+        """Where a loop `range(start, stop)` and its entry test must both be: this warp, the
+        function whose body runs now (the innermost inlined helper, or the kernel)."""
+        scope = id(self.active_helpers[-1]) if self.active_helpers else None
+        return (self.ctx.cta, self.ctx.warp, scope, start, stop)
 
     def note_index_comparison(self, index_node, other) -> None:
         """`subtile_idx == self.release_at` with `subtile_idx` the index of a runtime loop and the
@@ -5157,9 +5169,11 @@ class Registry:
         # not explored), so the comparison holds, also before the loop (a prefetch guarded by
         # `if bidx_start < M_ceil:`, the loop's own entry test).
         self.entry_terms: set = set()
-        # (start, stop) names of runtime loops `range(lo, hi)` whose start has no term: `lo < hi`
-        # is their entry test too (KernelInterp.entry_text_decided).
-        self.entry_texts: set = set()
+        # (CTA, warp, function, start, stop names) of runtime loops `range(lo, hi)` whose start has
+        # no term -> the loop's line: `lo < hi` there is their entry test too (entry_text_decided).
+        # The discovery run's tests met before their loop (build_kernel runs those warps again).
+        self.entry_texts: dict = {}
+        self.early_entry_texts: set = set()
         # Grid-stride loops: (start, step, stop term, bound text), start and step as linear forms.
         self.loop_facts: list = []
         # Bounds of loops with a runtime step: their names keep their value (see eval_Name).
