@@ -879,8 +879,9 @@ def test_the_same_names_in_another_function_are_not_that_loops_entry_test():
         if lo < hi:
             st.advance()
 """
-    body = textwrap.dedent(FIRST_TILE).replace("        pipe.producer_tail(st)\n",
-                                                "        self.other_tiles(mA, st)\n        pipe.producer_tail(st)\n")
+    body = textwrap.dedent(FIRST_TILE).replace("    pipe.producer_tail(st)\n",
+                                                "    self.other_tiles(mA, st)\n    pipe.producer_tail(st)\n")
+    assert "self.other_tiles" in body
     src = kernel_source(PIPE + body, extra_class=helper)
     m = build_models(src, "k.py", Settings())[0]
     helper_line = src.splitlines().index("        if lo < hi:") + 1
