@@ -150,3 +150,23 @@ def test_an_unresolved_response_buffer_is_reported():
     m = build_models(src, "k.py", Settings())[0]
     assert [(u.construct, u.why) for u in m.unmodeled] == [
         ("cute.arch.clc_response", "the response buffer could not be resolved")]
+
+
+RELEASE_SLOT = "cute.arch.mbarrier_arrive(bars + 1, peer_cta_rank_in_cluster=0, scope=\"cluster\")"
+
+
+def test_a_relaxed_arrive_freeing_the_slot_lets_the_next_query_overwrite_the_decode():
+    # cuDNN's frost GEMMs free the CLC slot with `mbarrier_arrive(..., relaxed=True)`, which orders
+    # none of the thread's earlier loads (PTX): the next query may land before the decode's read.
+    src = kernel_source(CLUSTER_SCHEDULER.replace("    cute.arch.fence_acq_rel_cta()\n", "").replace(
+        RELEASE_SLOT, RELEASE_SLOT[:-1] + ", relaxed=True)"), cluster="(2, 1, 1)", grid="(2, 1, 1)")
+    assert "relaxed=True" in src
+    kr = check(src)
+    assert kr.verdict == "counterexample", (kr.verdict, kr.reason)
+    (race,) = kr.findings
+    assert race.code == "CS201" and not race.possible and "write-after-read" in race.message, race.message
+    assert any("relaxed: it orders none of the warp's earlier accesses" in s.message for s in race.related), \
+        [s.message for s in race.related]
+    released = check(kernel_source(CLUSTER_SCHEDULER.replace("    cute.arch.fence_acq_rel_cta()\n", ""),
+                                   cluster="(2, 1, 1)", grid="(2, 1, 1)"))
+    assert released.verdict == "verified", (released.verdict, released.reason)

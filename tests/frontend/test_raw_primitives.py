@@ -1061,3 +1061,107 @@ def test_a_plain_arrive_after_the_mma_releases_operands_still_being_read(require
     race = next(f for f in r.findings if f.code == "CS201")
     assert race.span.line == line_of(src, "cp_async_bulk_tensor_shared_cta_global"), race.message
     assert "tcgen05 MMA reading it may not be done" in race.message
+
+
+INTTOPTR = "cutlass.inttoptr((row << 16) | col, 6, cutlass.Float32)"
+
+
+def allocated_accumulators(epilogue_stage: str = "s", mma: str = "plain", address: str = INTTOPTR) -> str:
+    """frost's TMEM addressing: the MMA warp (warp 1) allocates with `tcgen05_alloc`, every warp
+    loads the address from its shared-memory word, and two accumulator stages lie `s * 128`
+    columns on from its column part; the epilogue warp (warp 0, interpreted first) reads stage
+    `epilogue_stage` through `address` (of `row` and `col`)."""
+    call = ("prims.tcgen05_mma(prims.Tcgen05MMAKind.F16, prims.CTAGroup.CTA_1, base + s * 128, sa, sa, idesc, k > 0)"
+            if mma == "plain" else
+            "prims.tcgen05_mma(prims.Tcgen05MMAKind.F16, prims.CTAGroup.CTA_1, [base, base + 128][mA.shape[1] % 2], "
+            "sa, sa, idesc, k > 0)" if mma == "picked" else
+            "prims.tcgen05_mma_block_scale(prims.Tcgen05MMAKind.MXF8F6F4, prims.CTAGroup.CTA_1, base + s * 128, "
+            "sa, sa, idesc, k > 0, base + 256, base + 260)")
+    return kernel(f"""\
+holder = cutlass.Array(cutlass.Int32, 1, space=SMEM)
+acc_full = cutlass.Array(cutlass.Int64, 2, space=SMEM)
+acc_empty = cutlass.Array(cutlass.Int64, 2, space=SMEM)
+sa = cutlass.Array(cutlass.Float16, 4096, space=SMEM)
+idesc = prims.Tcgen05InstrDesc.build(m=128, n=128)
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp == 1:
+    if prims.elect_sync():
+        for i in cutlass.range_constexpr(2):
+            prims.mbarrier_init(acc_full.subview(i), 1)
+            prims.mbarrier_init(acc_empty.subview(i), 1)
+    prims.tcgen05_alloc(holder, 512)
+prims.fence_mbarrier_init()
+prims.barrier_cta_sync(0)
+raw = holder.load()
+base = raw & 0xFFFF
+row = raw >> 16
+n = mA.shape[0]
+if warp == 1:
+    for k in cutlass.range(n):
+        s = k % 2
+        while not prims.mbarrier_try_wait_parity(acc_empty.subview(s), ((k // 2) & 1) ^ 1):
+            pass
+        if prims.elect_sync():
+            {call}
+            prims.tcgen05_commit(acc_full.subview(s))
+else:
+    for k in cutlass.range(n):
+        s = k % 2
+        while not prims.mbarrier_try_wait_parity(acc_full.subview(s), (k // 2) & 1):
+            pass
+        col = base + ({epilogue_stage}) * 128
+        v = prims.tcgen05_ld("32x32b", {address}, num=32)
+        prims.tcgen05_wait(prims.Tcgen05Wait.LOAD)
+        if prims.elect_sync():
+            prims.mbarrier_arrive(acc_empty.subview(s))
+""")
+
+
+def tmem_labels(src: str) -> set:
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    return {op.region.name for p in m.processes for v in p.variants for op in ir.walk(v)
+            if isinstance(op, ir.Access) and op.region.space == "tmem"}
+
+
+def test_the_allocated_tmem_address_plus_columns_names_each_accumulator_stage(require_spin):
+    src = allocated_accumulators()
+    labels = tmem_labels(src)
+    assert len(labels) == 2, labels  # the stages at columns 0 and 128, not the whole TMEM
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+    assert not any("raw TMEM pointer" in a for a in r.assumptions), r.assumptions
+
+
+def test_reading_the_stage_the_mma_writes_is_a_race_on_those_columns(require_spin):
+    src = allocated_accumulators(epilogue_stage="(s + 1) % 2")
+    r = check(src)
+    assert r.verdict == "counterexample", r.reason
+    race = next(f for f in r.findings if f.code == "CS201")
+    assert "TMEM+128" in race.message or "TMEM (" in race.message, race.message
+
+
+def test_a_block_scaled_mma_at_known_columns_reads_its_scale_factors_there(require_spin):
+    src = allocated_accumulators(mma="block_scale")
+    labels = tmem_labels(src)
+    assert len(labels) == 4, labels  # two accumulator stages and the two scale-factor columns
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+    assert not any("scale-factor reads are taken as covered" in a for a in r.assumptions), r.assumptions
+
+
+def test_a_row_and_column_tmem_address_of_the_allocation_names_those_columns(require_spin):
+    # QSA's form: `TmemAddr.from_row_col(row0 + 32 * quarter, col0 + offset).as_ptr(dtype)`.
+    src = allocated_accumulators(address="prims.TmemAddr.from_row_col(row + 32, col).as_ptr(cutlass.Float32)")
+    assert len(tmem_labels(src)) == 2
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+
+
+def test_an_allocation_address_picked_at_an_unknown_index_is_somewhere_in_tmem(require_spin):
+    src = allocated_accumulators(mma="picked")
+    labels = tmem_labels(src)  # modeled: no "sequence of buffers at an index that does not fold"
+    assert any("TMEM+?" in name for name in labels), labels
+    r = check(src)
+    assert r.verdict == "inconclusive" and all(f.possible for f in r.findings), (r.verdict, r.reason)
+    assert any("raw TMEM pointer" in a for a in r.assumptions), r.assumptions

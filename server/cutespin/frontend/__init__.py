@@ -16,6 +16,7 @@ import libcst.matchers as cst_matchers
 from .. import ir
 from ..config import Settings
 from . import interp as I
+from .primitives import TMEM_RAW
 from .discover import KernelSite, ModuleInfo, class_methods, discover, self_assignments
 from .project import Project
 from .values import (FULL_MASK, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET, CtaGroupOp, FuncRef, Gmem, ModuleRef, Record,
@@ -2473,6 +2474,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
     discovered: dict = {}
     found_loops = discovered  # what run_all compares a later run's loops with
     unmodeled0 = dict(registry.unmodeled)
+    steps0 = registry.steps
     try:
         first, first_trips = _first_run(run_all, discovered, ctas, bound, registry)
     except I.Unsupported:
@@ -2487,6 +2489,21 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         registry.enum_values.clear()
         registry.enum_ordered.clear()
         registry.shared_sites.clear()
+        try:
+            first = run_all(first_trips, discovered, ctas, discovering=True)
+        except I.Unsupported:
+            return _abandoned(info, site, path, def_span, ctas, cluster, warps, registry, settings, env, bound,
+                              splits)
+    if registry.early_word_loads & registry.tmem_holders:
+        # A warp loaded the TMEM address from its shared-memory word before the allocating warp was
+        # interpreted (`loaded_word`): run again, now that the word is known. The whole-TMEM
+        # assumption those loads made is made again only if a raw address is still untraced.
+        registry.early_word_loads.clear()
+        registry.steps = steps0  # the run it replaces does not count against the interpretation budget
+        if TMEM_RAW in registry.assumptions:
+            registry.assumptions.remove(TMEM_RAW)
+        registry.unmodeled.clear()
+        registry.unmodeled.update(unmodeled0)
         try:
             first = run_all(first_trips, discovered, ctas, discovering=True)
         except I.Unsupported:

@@ -1567,7 +1567,7 @@ class KernelInterp:
         elif isinstance(small, (cst.Pass, cst.Global, cst.Nonlocal)):
             pass
         elif isinstance(small, cst.Assert):
-            pass
+            self.exec_assert(small)
         elif isinstance(small, cst.Break):
             raise _Break()
         elif isinstance(small, cst.Continue):
@@ -1584,6 +1584,25 @@ class KernelInterp:
             pass
         else:
             self.unmodeled(small, type(small).__name__, "statement kind not modeled")
+
+    def exec_assert(self, stmt: cst.Assert):
+        """`assert num_warps > 1`: Python checks it while the kernel is traced, so where its test
+        folds to false the configuration builds no kernel (like a `raise`: P15). A test that does
+        not fold to a Python value says nothing; it is not evaluated as a condition of the
+        configurations, and it is not a runtime check (the DSL does not trace `assert`). Its test
+        is a compile-time one, so a loop bound in it takes the configuration's trip count."""
+        self.in_const_expr += 1
+        try:
+            test = self.eval(stmt.test)
+        finally:
+            self.in_const_expr -= 1
+        if isinstance(test, (bool, int)) and not isinstance(test, LaneVal) and not test:
+            line = self.span(stmt).line
+            if self.host:
+                raise NotCompiled(f"line {line}: the host code's assertion fails")
+            sp = self.span(stmt)
+            at = f"{os.path.basename(sp.path)} line {line}" if sp.path else f"line {line}"
+            raise _Raises(f"the assertion at {at} fails while the kernel is traced")
 
     def assign(self, target, value, node):
         if isinstance(target, cst.Name):
@@ -3370,6 +3389,10 @@ class KernelInterp:
             if any(_holds_memory(v) for v in base.values()):
                 self.unmodeled(node, "subscript", "a dict holding buffers or barriers, at a key that does not fold")
             return Unknown("subscript")
+        if isinstance(base, (tuple, list)) and base and all(isinstance(v, Smem) and v.tmem for v in base):
+            # `sfa_tmem_bases[i]`, TMEM addresses of the allocation (`loaded_word`) at an index
+            # that does not fold: somewhere in the CTA's tensor memory (TMEM_RAW, P16).
+            return _primitives.h_tmem_somewhere(self, [], {}, node)
         if isinstance(base, (tuple, list)) and any(_holds_memory(v) for v in base):
             # `bufs[i]` at an index that does not fold (a loop checked as one trip): which buffer
             # is not known, and an access through it must not vanish.
@@ -3463,6 +3486,10 @@ class KernelInterp:
             return _int_binop(op, a, b)  # most calls: lanes of lane values, loop arithmetic
         if ta is Unknown and (tb is int or tb is Unknown) or ta is int and tb is Unknown:
             return _unknown_binop(op, a, b)  # none of the buffer, pointer or lane cases below applies
+        if (isinstance(a, Smem) and a.tmem) != (isinstance(b, Smem) and b.tmem) and op in TMEM_ADDRESS_OPS:
+            address = _tmem_address_op(op, a, b)
+            if address is not NotImplemented:
+                return address
         if isinstance(a, Smem) and a.tmem and op in (operator.add, operator.sub):
             # TMEM column offsets name the buffers carved out of one allocation (P13).
             known = _is_int(b) and a.offset != TMEM_UNKNOWN_OFFSET
@@ -3993,13 +4020,13 @@ class KernelInterp:
             if meth in ("load", "store", "fill"):
                 self.unmodeled(node, f"TMEM tensor .{meth}()", "TMEM is accessed through cute.copy (tcgen05.ld/st) only")
                 return Unknown("TMEM value")
-            if meth in ("data_ptr", "iterator", "align", "toint") or _view_name(meth):
+            if meth in ("data_ptr", "iterator", "align", "toint", "as_ptr") or _view_name(meth):
                 return base
             if meth == "subview":
                 # A TMEM pointer `k` columns on (frost's MMA A operand `tmem_a_base.subview(k *
                 # advance)`): where it lands is not tracked, so it is the CTA's whole tensor memory,
                 # as a raw TMEM address is (primitives.TMEM_RAW): it meets every TMEM access.
-                return _primitives.h_make_tmem_ptr(self, args, kwargs, node)
+                return _primitives.h_tmem_somewhere(self, args, kwargs, node)
             return Unknown(f"{meth} of tensor memory")
         if isinstance(base, Rmem):
             if meth == "load":
@@ -4645,7 +4672,11 @@ class KernelInterp:
                     # only the 32-element blocks those elements lie in (and, within a block, only
                     # the atoms split_blocks makes of its elements).
                     self.emit_blocks(self.span(node), base, blocks, write)
-                    return self.broadcast_load(base, idx, node) if not write else None
+                    if write:
+                        return None
+                    if _is_int(idx) and not isinstance(idx, bool) and _word_key(base, idx) in self.registry.tmem_holders:
+                        return self.loaded_word(base, idx)
+                    return self.broadcast_load(base, idx, node)
             if not write and isinstance(base, Smem) and (_has_open_mode(idx) or isinstance(idx, Unknown)
                                                          and _open_mode_term(idx.key)):
                 # `tLSEsLSE[None, s, m]`: a slice of a view is a view; its accesses are the
@@ -4657,7 +4688,9 @@ class KernelInterp:
             exact = not base.inexact and (index is None or self.in_summary > 0
                                           or not _has_unknown(self.eval_index(index)))
             self.emit(RawAccess(self.span(node), base, write, self.mask, False, exact))
-            return Unknown("loaded value") if not write else None
+            if write:
+                return None
+            return self.loaded_word(base, 0) if index is None and not base.tmem else Unknown("loaded value")
         if isinstance(base, Gmem):
             # Global tensors are tracked whole: an access at an index that did not fold is inexact
             # (P16), one at known per-lane indices is not.
@@ -4669,6 +4702,18 @@ class KernelInterp:
             self.emit(RawAccess(self.span(node), base, False, self.mask, False, exact))
             return Unknown("loaded value", key=self.input_load_term(base, index))
         return Unknown("subscript of an unknown value")
+
+    def loaded_word(self, base: Smem, index: int):
+        """The value a load of one shared-memory word reads: for the word a raw TMEM allocation
+        wrote its address to (`tmem_ptr_i32.load()`), that address, the start of the CTA's tensor
+        memory (an allocation's address has lane 0 and its column offset names the buffers carved
+        out of it: P13), which column arithmetic then moves (`binop`); else a per-thread value."""
+        key = _word_key(base, index)
+        if key in self.registry.tmem_holders:
+            return _tmem_buffer(self)
+        if self.ctx.discovering:
+            self.registry.early_word_loads.add(key)
+        return Unknown("loaded value")
 
     def vector_access(self, base: Smem, index, count: int, write: bool, node) -> bool:
         """`load_ext(buf.iterator + off, count=n)` of the buffer's own element type: each lane names
@@ -5159,6 +5204,11 @@ class Registry:
         self.untracked_gmem: dict = {}
         self.input_loads: set = set()  # GMEM tensors whose loads got uniform terms (input_load_term)
         self.written_gmem: set = set()  # GMEM tensors the kernel writes: their loads get no term
+        # Shared-memory words a raw TMEM allocation (`tcgen05_alloc(holder, ...)`) writes its address
+        # to, and the words the discovery run loaded before any allocation named them (a warp that
+        # reads the address before the allocating warp was interpreted): see `loaded_word`.
+        self.tmem_holders: set = set()
+        self.early_word_loads: set = set()
         self.atomic_gmem: set = set()  # GMEM tensors that relaxed data atomics update
         # Uniform terms of runtime loop bounds (`range(TOPK)` with `TOPK` a host attribute): term ->
         # (bound text, first index, step). In a trip-count configuration the term *is* the
@@ -6751,8 +6801,14 @@ def _folded_size(shape) -> Optional[int]:
 def _tmem_holder_write(it, holder, node, what):
     if isinstance(holder, Smem):
         it.access(holder, True, node)
+        it.registry.tmem_holders.add(_word_key(holder))
     else:
         it.unmodeled(node, what, "the shared-memory word receiving the TMEM address could not be resolved")
+
+
+def _word_key(buf: Smem, index: int = 0) -> tuple:
+    """The shared-memory word a pointer (plus a constant index) names, whatever its CTA."""
+    return buf.alloc, buf.offset + index
 
 
 def _tmem_holder_read(it, holder, node, what):
@@ -7092,6 +7148,17 @@ def h_autovec_copy(it, args, kwargs, node):
             it.access(dst, True, node)
 
 
+def mma_ctas(it, op) -> list:
+    """The CTAs whose memory an MMA issued by this thread reads and writes: its own, and for a
+    cta_group::2 MMA (issued by the pair's leader) the peer CTA's as well."""
+    ctas = [it.ctx.cta]
+    if isinstance(op, CtaGroupOp) and op.ctas == 2 and it.ctx.cluster > 1:
+        it.registry.assume(TMEM_MMA_PAIR)
+        base = (it.ctx.cta // it.ctx.cluster) * it.ctx.cluster
+        ctas.append(base + ((it.ctx.cta - base) ^ 1))
+    return ctas
+
+
 def h_gemm(it, args, kwargs, node):
     """`cute.gemm(mma, d, a, b, c)`: SMEM operands a/b are read by the MMA unit. On Hopper
     (warpgroup MMA) the reads go on until `warpgroup.wait_group` retires them; on Blackwell
@@ -7100,11 +7167,7 @@ def h_gemm(it, args, kwargs, node):
     `_retire_groups`)."""
     # A cta_group::2 MMA (issued by the pair's leader) reads the operands and writes the
     # accumulator of both CTAs of the pair: the same buffers in the peer CTA as well.
-    ctas = [it.ctx.cta]
-    if args and isinstance(args[0], CtaGroupOp) and args[0].ctas == 2 and it.ctx.cluster > 1:
-        it.registry.assume(TMEM_MMA_PAIR)
-        base = (it.ctx.cta // it.ctx.cluster) * it.ctx.cluster
-        ctas.append(base + ((it.ctx.cta - base) ^ 1))
+    ctas = mma_ctas(it, args[0] if args else None)
     # A tcgen05 MMA (its tiled MMA carries a CTA group, or the file's asynchronous MMAs are all
     # tcgen05 ones) reads its operands until the warp's next tcgen05.commit, with or without one;
     # any other MMA is a wgmma or not, by its warp's group commits and waits (frontend).
@@ -7362,6 +7425,16 @@ def h_make_ptr(it, args, kwargs, node):
     if isinstance(value, (Smem, Gmem)):
         return value
     return it.unknown_call("cute.make_ptr", args, kwargs, node)
+
+
+def h_inttoptr(it, args, kwargs, node):
+    """`cutlass.inttoptr(addr, address_space, dtype)` (frost's `tcgen05_ld` operands): a typed
+    pointer to the memory an address the interpreter traced names (a raw TMEM address plus
+    columns, `loaded_word`); anything else is an unknown pointer."""
+    value = _kw(args, kwargs, 0, "value")
+    if isinstance(value, (Smem, Gmem)):
+        return value
+    return it.unknown_call("inttoptr", args, kwargs, node)
 
 
 def h_dataclass_replace(it, args, kwargs, node):
@@ -7748,7 +7821,7 @@ CALLS: dict = {
     "cute.gemm": h_gemm, "cute.nvgpu.warpgroup.fence": h_wgmma_fence,
     "cute.nvgpu.warpgroup.commit_group": h_wgmma_commit, "cute.nvgpu.warpgroup.wait_group": h_wgmma_wait, "cute.make_layout": h_make_layout, "cute.make_ordered_layout": h_make_layout,
     "cute.crd2idx": h_crd2idx,
-    "cute.size": h_size, "cute.make_tensor": h_make_tensor, "cute.make_ptr": h_make_ptr, "base_dsl.typing.Pointer": h_pointer, "dataclasses.replace": h_dataclass_replace,
+    "cute.size": h_size, "cute.make_tensor": h_make_tensor, "cute.make_ptr": h_make_ptr, "inttoptr": h_inttoptr, "base_dsl.inttoptr": h_inttoptr, "base_dsl.typing.Pointer": h_pointer, "dataclasses.replace": h_dataclass_replace,
     "cute.tiled_divide": h_tiled_divide, "cute.make_layout_image_mask": h_image_mask,
     "cute.nvgpu.cpasync.create_tma_multicast_mask": h_image_mask,
     "cute.nvgpu.cpasync.make_tiled_tma_atom": h_tma_atom,
@@ -8542,6 +8615,33 @@ def _select_of_numbers(op, ka, kb, depth: int = 0):
 def _number_term(op, ka, kb):
     r = _int_binop(op, ka[2], kb[2])
     return _leaf("k", r) if type(r) is int else None
+
+
+TMEM_ADDRESS_OPS = (operator.and_, operator.or_, operator.rshift, operator.add)
+TMEM_LANE_SHIFT = 16  # a TMEM address is (lane << 16) | column
+
+
+def _tmem_address_op(op, a, b):
+    """Bit arithmetic on a raw TMEM address (`loaded_word`), a TMEM view at a column offset: its
+    column part (`addr & 0xFFFF`) is the address, its lane part (`addr >> 16`) is 0 (an
+    allocation starts at lane 0; the lanes an access covers are not tracked), and lane bits put
+    back (`(row << 16) | col`, `addr + (row << 16)`) leave the columns as they are. Another
+    operation, or one on a column offset that did not fold, is NotImplemented (binop goes on)."""
+    view, other = (a, b) if isinstance(a, Smem) else (b, a)
+    if not _is_int(other) or isinstance(other, bool) or other < 0:
+        return NotImplemented
+    lane_bits = other & ~((1 << TMEM_LANE_SHIFT) - 1)
+    if op is operator.rshift and view is a:
+        return 0 if other >= TMEM_LANE_SHIFT and view.offset != TMEM_UNKNOWN_OFFSET else NotImplemented
+    if op is operator.and_:
+        return view if other & 0xFFFF == 0xFFFF else NotImplemented
+    if op is operator.or_:
+        return view if other == lane_bits else NotImplemented
+    if op is operator.add:
+        if view.offset == TMEM_UNKNOWN_OFFSET:
+            return NotImplemented
+        return view.at(offset=view.offset + (other - lane_bits))
+    return NotImplemented
 
 
 def _int_binop(op, a: int, b: int):

@@ -168,15 +168,25 @@ def h_mma_block_scale(it, args, kwargs, node):
     """`tcgen05_mma_block_scale(kind, cta_group, d, a, b, idesc, enable_input_d, scale_a, scale_b)`:
     `tcgen05_mma` that also reads its scale factors from TMEM. With the accumulator the whole
     tensor memory (a raw address, TMEM_RAW) those reads are covered by its write of all of it
-    (every access they could race with races with that write); a precise accumulator view leaves
-    them unmodeled."""
+    (every access they could race with races with that write). With a precise accumulator (the
+    allocation's address plus known columns) the scale factors are the TMEM their addresses name,
+    read by the MMA at issue like a TMEM A operand (TMEM_MMA); one that is no TMEM address leaves
+    the MMA unmodeled."""
     d = _kw(args, kwargs, 2, "d")
     d = d if isinstance(d, Smem) else h_make_tmem_ptr(it, [d], {}, node)
+    scales = []
     if not (d.tmem and d.offset == TMEM_UNKNOWN_OFFSET):
-        it.unmodeled(node, "primitives.tcgen05_mma_block_scale",
-                     "the scale factors' TMEM reads are not modeled beside a precise accumulator view")
-        return None
-    it.registry.assume(BLOCK_SCALE_READS)
+        scales = [h_make_tmem_ptr(it, [v], {}, node) if not isinstance(v, Smem) else v
+                  for v in (_kw(args, kwargs, 7, "scale_a"), _kw(args, kwargs, 8, "scale_b"))]
+        if not d.tmem or not all(v.tmem for v in scales):
+            it.unmodeled(node, "primitives.tcgen05_mma_block_scale",
+                         "the scale factors are not traced to tensor memory beside a precise accumulator view")
+            return None
+    else:
+        it.registry.assume(BLOCK_SCALE_READS)
+    for v in scales:
+        for cta in I.mma_ctas(it, CtaGroupOp("tcgen05 MMA", ctas=_cta_group(_kw(args, kwargs, 1, "cta_group")))):
+            it.emit(RawAccess(it.span(node), v.at(cta=cta), False, _lowest(it.mask), False, not v.inexact))
     plain = list(args[:7]) if len(args) >= 7 else list(args)
     rest = {k: v for k, v in kwargs.items() if k not in ("scale_a", "scale_b", "scale_vec_size")}
     if len(plain) > 2:
@@ -187,8 +197,29 @@ def h_mma_block_scale(it, args, kwargs, node):
 
 
 def h_make_tmem_ptr(it, args, kwargs, node):
-    """`make_tmem_ptr(addr, dtype)` / `make_tmem_ptr_from_warp_row_col(base, warp, col, dtype)`:
-    a view of this CTA's tensor memory, somewhere in it (TMEM_RAW)."""
+    """`make_tmem_ptr(addr, dtype)`: the columns `addr` names where it is the allocation's address
+    plus a known column offset (interp `loaded_word`); else, as for
+    `make_tmem_ptr_from_warp_row_col(base, warp, col, dtype)`, a view of this CTA's tensor memory,
+    somewhere in it (TMEM_RAW)."""
+    addr = _kw(args, kwargs, 0, "addr")
+    if isinstance(addr, Smem) and addr.tmem:
+        return addr
+    return h_tmem_somewhere(it, args, kwargs, node)
+
+
+def h_tmem_address(it, args, kwargs, node):
+    """`TmemAddr.from_row_col(row, col)` (QSA's operand addresses, `.as_ptr(dtype)` after it): the
+    columns `col` names where it is the allocation's address plus known columns (the lanes an
+    access covers are not tracked); otherwise a plain number, which a tcgen05 operation takes as
+    the whole tensor memory."""
+    col = _kw(args, kwargs, 1, "col")
+    if isinstance(col, Smem) and col.tmem:
+        return col
+    return Unknown("TMEM address")
+
+
+def h_tmem_somewhere(it, args, kwargs, node):
+    """A TMEM pointer whose columns are not traced: the CTA's whole tensor memory (TMEM_RAW)."""
     it.registry.assume(TMEM_RAW)
     return _tmem_buffer(it).at(offset=TMEM_UNKNOWN_OFFSET, inexact=True)
 
@@ -355,7 +386,8 @@ HANDLERS = {
     "primitives.Tcgen05SmemDesc.build": h_smem_descriptor, "primitives.WgmmaSmemDesc.build": h_smem_descriptor,
     "primitives.Tcgen05SmemDesc": h_descriptor_value,
     "primitives.nvvm_wrapper._tcgen05_mma_smem_desc_v2": h_raw_smem_descriptor,
-    "primitives.make_tmem_ptr": h_make_tmem_ptr, "primitives.make_tmem_ptr_from_warp_row_col": h_make_tmem_ptr,
+    "primitives.make_tmem_ptr": h_make_tmem_ptr, "primitives.make_tmem_ptr_from_warp_row_col": h_tmem_somewhere,
+    "primitives.TmemAddr.from_row_col": h_tmem_address,
     "primitives.tcgen05_ld": h_tmem_load, "primitives.tcgen05_st": h_tmem_store, "primitives.tcgen05_cp": h_tmem_copy,
     "primitives.tcgen05_wait": h_tmem_wait, "primitives.tcgen05_fence": h_tmem_thread_sync_fence,
     "primitives.fence_proxy": h_fence_proxy, "primitives.red": h_red,

@@ -718,7 +718,9 @@ class Lowering:
                         stmts += self.set_bits(lambda k: f"br{b}_{k}", key, self.W(cg))
             stmts.append(self.complete_phase(b))
             what = f"arrives on {op.bar.name} ({op.count} arrival{'s' if op.count != 1 else ''}" + (
-                f", expects {op.tx} tx" if op.tx else "") + ")"
+                f", expects {op.tx} tx" if op.tx else "") + (
+                ", relaxed: it orders none of the warp's earlier accesses" if not op.release and not op.cp_async
+                else "") + ")"
             self.emit(indent + self.dstep(stmts), info(what, "arrive", b))
         elif isinstance(op, ir.MbExpectTx):
             b = op.bar.index
