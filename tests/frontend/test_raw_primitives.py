@@ -1165,3 +1165,33 @@ def test_an_allocation_address_picked_at_an_unknown_index_is_somewhere_in_tmem(r
     r = check(src)
     assert r.verdict == "inconclusive" and all(f.possible for f in r.findings), (r.verdict, r.reason)
     assert any("raw TMEM pointer" in a for a in r.assumptions), r.assumptions
+
+
+LANE_READ = """\
+holder = cutlass.Array(cutlass.Int32, 1, space=SMEM)
+sa = cutlass.Array(cutlass.Float16, 4096, space=SMEM)
+idesc = prims.Tcgen05InstrDesc.build(m=128, n=64)
+warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp == 0:
+    prims.tcgen05_alloc(holder, 128)
+prims.barrier_cta_sync(0)
+raw = holder.load()
+col = raw & 0xFFFF
+row = raw >> 16
+if warp == 0:
+    if prims.elect_sync():
+        prims.tcgen05_mma(prims.Tcgen05MMAKind.F16, prims.CTAGroup.CTA_1, col, sa, sa, idesc, 0)
+else:
+    v = prims.tcgen05_ld("32x32b", @ADDR@, num=32)
+    prims.tcgen05_wait(prims.Tcgen05Wait.LOAD)
+"""
+
+
+def test_a_read_at_other_lanes_of_the_columns_an_mma_writes_is_a_possible_race(require_spin):
+    # Lanes are not tracked: `((row + 32) << 16) | col` (warp 1's lane quarter) is col at other
+    # lanes, which the MMA writes too; the race is reported, as possible only (P16).
+    r = check(kernel(LANE_READ.replace("@ADDR@", "((row + 32) << 16) | col")))
+    assert r.verdict == "inconclusive", (r.verdict, r.reason)
+    assert [f.code for f in r.findings] == ["CS201"] and r.findings[0].possible
+    exact = check(kernel(LANE_READ.replace("@ADDR@", "col")))
+    assert exact.verdict == "counterexample" and not exact.findings[0].possible, (exact.verdict, exact.reason)

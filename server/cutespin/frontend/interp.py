@@ -8624,9 +8624,12 @@ TMEM_LANE_SHIFT = 16  # a TMEM address is (lane << 16) | column
 def _tmem_address_op(op, a, b):
     """Bit arithmetic on a raw TMEM address (`loaded_word`), a TMEM view at a column offset: its
     column part (`addr & 0xFFFF`) is the address, its lane part (`addr >> 16`) is 0 (an
-    allocation starts at lane 0; the lanes an access covers are not tracked), and lane bits put
-    back (`(row << 16) | col`, `addr + (row << 16)`) leave the columns as they are. Another
-    operation, or one on a column offset that did not fold, is NotImplemented (binop goes on)."""
+    allocation starts at lane 0), and lane bits put back (`(row << 16) | col`, `addr + (row <<
+    16)`) leave the columns as they are. The lanes an access covers are not tracked, so a view
+    moved to other lanes is inexact: the same columns at other lanes (a warp's lane quarter, the
+    dP accumulator 16 lanes below S) meet it, and a race through it is only possible (P16).
+    Another operation, or one on a column offset that did not fold, is NotImplemented (binop
+    goes on)."""
     view, other = (a, b) if isinstance(a, Smem) else (b, a)
     if not _is_int(other) or isinstance(other, bool) or other < 0:
         return NotImplemented
@@ -8636,11 +8639,11 @@ def _tmem_address_op(op, a, b):
     if op is operator.and_:
         return view if other & 0xFFFF == 0xFFFF else NotImplemented
     if op is operator.or_:
-        return view if other == lane_bits else NotImplemented
+        return view.at(inexact=view.inexact or lane_bits != 0) if other == lane_bits else NotImplemented
     if op is operator.add:
         if view.offset == TMEM_UNKNOWN_OFFSET:
             return NotImplemented
-        return view.at(offset=view.offset + (other - lane_bits))
+        return view.at(offset=view.offset + (other - lane_bits), inexact=view.inexact or lane_bits != 0)
     return NotImplemented
 
 
