@@ -298,3 +298,14 @@ def test_a_check_that_fails_at_every_trip_count_is_still_unmodeled():
     m = build_models(src, "k.py", SETTINGS)[0]
     assert [u.construct for u in m.unmodeled] == ["kernel body"]
     assert "raises while the kernel is traced" in m.unmodeled[0].why
+
+
+def test_an_assertion_the_model_cannot_evaluate_leaves_nothing_unmodeled():
+    # `assert check(sBuf)`: an unknown helper handed a buffer would be unmodeled as a call; as an
+    # assertion's test it only fails to fold.
+    src = kernel_source(EVEN_FRAGMENTS.replace(
+        'if cutlass.const_expr(n_frags % 2 != 0):\n    raise ValueError("fragments must pair up")',
+        "assert mystery_check(sBuf)"), init="self.n = mystery()")
+    assert "assert mystery_check(sBuf)" in src
+    m = build_models(src, "k.py", SETTINGS)[0]
+    assert not m.unmodeled, m.unmodeled

@@ -1590,12 +1590,22 @@ class KernelInterp:
         folds to false the configuration builds no kernel (like a `raise`: P15). A test that does
         not fold to a Python value says nothing; it is not evaluated as a condition of the
         configurations, and it is not a runtime check (the DSL does not trace `assert`). Its test
-        is a compile-time one, so a loop bound in it takes the configuration's trip count."""
+        is a compile-time one, so a loop bound in it takes the configuration's trip count. It is
+        only a filter of the configurations: what evaluating it emits or cannot model is dropped
+        (an assert was no operation of the model before it was evaluated at all)."""
+        out_len, unmodeled0 = len(self.out), dict(self.registry.unmodeled)
         self.in_const_expr += 1
         try:
             test = self.eval(stmt.test)
+        except Unsupported as e:
+            if e.whole_kernel:
+                raise
+            test = None
         finally:
             self.in_const_expr -= 1
+            del self.out[out_len:]
+            self.registry.unmodeled.clear()
+            self.registry.unmodeled.update(unmodeled0)
         if isinstance(test, (bool, int)) and not isinstance(test, LaneVal) and not test:
             line = self.span(stmt).line
             if self.host:
