@@ -259,31 +259,6 @@ def test_trip_counts_a_compile_time_check_on_the_loop_bound_rejects_are_left_out
     assert racy.verdict == "counterexample" and [f.code for f in racy.findings] == ["CS201"], racy.reason
 
 
-def test_an_assertion_that_fails_at_a_trip_count_leaves_it_out_like_a_raise(require_spin):
-    # `assert n_frags % 2 == 0` is Python run while the kernel is traced: an odd count builds no kernel.
-    src = kernel_source(EVEN_FRAGMENTS.replace(
-        'if cutlass.const_expr(n_frags % 2 != 0):\n    raise ValueError("fragments must pair up")',
-        'assert n_frags % 2 == 0, "fragments must pair up"'), init="self.n = mystery()")
-    assert "assert n_frags" in src and "raise ValueError" not in src
-    m = build_models(src, "k.py", SETTINGS)[0]
-    assert not m.unmodeled, m.unmodeled
-    assert {c.trips.get("n_frags") for c in m.configs} == {2}
-    line = line_of(src, "assert n_frags")
-    assert any("not checked" in a and f"the assertion at line {line} fails" in a for a in m.assumptions), \
-        m.assumptions
-    assert api.check_source(src, "k.py", SETTINGS, with_fixes=False).kernels[0].verdict == "verified"
-
-
-def test_an_assertion_on_a_value_that_does_not_fold_is_no_check_of_the_model():
-    src = kernel_source(EVEN_FRAGMENTS.replace(
-        'if cutlass.const_expr(n_frags % 2 != 0):\n    raise ValueError("fragments must pair up")',
-        "assert mA.shape[0] % 2 == 0"), init="self.n = mystery()")
-    m = build_models(src, "k.py", SETTINGS)[0]
-    assert not m.unmodeled, m.unmodeled
-    assert {c.trips.get("n_frags") for c in m.configs} == {1, 2, 3}
-    assert not any("assertion" in a for a in m.assumptions), m.assumptions
-
-
 def test_the_rerun_for_a_tensor_the_kernel_writes_keeps_the_trip_counts_that_trace():
     # The kernel reads mA's first element into a condition and writes mA: the discovery run is
     # repeated once that is known, at the trip counts the first one found to trace.
@@ -298,14 +273,3 @@ def test_a_check_that_fails_at_every_trip_count_is_still_unmodeled():
     m = build_models(src, "k.py", SETTINGS)[0]
     assert [u.construct for u in m.unmodeled] == ["kernel body"]
     assert "raises while the kernel is traced" in m.unmodeled[0].why
-
-
-def test_an_assertion_the_model_cannot_evaluate_leaves_nothing_unmodeled():
-    # `assert check(sBuf)`: an unknown helper handed a buffer would be unmodeled as a call; as an
-    # assertion's test it only fails to fold.
-    src = kernel_source(EVEN_FRAGMENTS.replace(
-        'if cutlass.const_expr(n_frags % 2 != 0):\n    raise ValueError("fragments must pair up")',
-        "assert mystery_check(sBuf)"), init="self.n = mystery()")
-    assert "assert mystery_check(sBuf)" in src
-    m = build_models(src, "k.py", SETTINGS)[0]
-    assert not m.unmodeled, m.unmodeled
