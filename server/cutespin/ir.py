@@ -168,6 +168,9 @@ class TmaLoad(Op):
     # The other regions the same copy writes: a copy into a staged buffer that selects no stage
     # writes every stage (frontend `split_stages`); it is one copy, completing `tx` once.
     more: tuple = ()
+    # How the trail names the copy: "a TMA load", or "a CLC query" for the tile scheduler's
+    # asynchronous write of its response, which the model treats alike.
+    what: str = "a TMA load"
 
     def regions(self) -> list:
         """Every tracked buffer the copy writes."""

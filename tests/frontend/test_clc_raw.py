@@ -165,6 +165,7 @@ def test_a_relaxed_arrive_freeing_the_slot_lets_the_next_query_overwrite_the_dec
     assert kr.verdict == "counterexample", (kr.verdict, kr.reason)
     (race,) = kr.findings
     assert race.code == "CS201" and not race.possible and "write-after-read" in race.message, race.message
+    assert "issues a CLC query into response" in race.message, race.message
     assert any("relaxed: it orders none of the warp's earlier accesses" in s.message for s in race.related), \
         [s.message for s in race.related]
     released = check(kernel_source(CLUSTER_SCHEDULER.replace("    cute.arch.fence_acq_rel_cta()\n", ""),

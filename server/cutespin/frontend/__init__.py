@@ -1645,7 +1645,7 @@ class _Converter:
             nbytes = op.nbytes if op.nbytes is not None else op.dst.nbytes if op.dst is not None else None
             load = ir.TmaLoad(op.span, self.n.barrier(op.bar), region, nbytes or 0, self.lanes(op.mask),
                               tx_known=nbytes is not None, pair=op.pair, mcast=op.mcast, exact=_exact(op.dst),
-                              more=tuple(self.n.region(t) for t in op.more))
+                              more=tuple(self.n.region(t) for t in op.more), what=op.what)
             self.n.note_selection(op.dst, load)
             return load
         if isinstance(op, I.RawTmaStore):

@@ -4934,6 +4934,7 @@ class RawTmaLoad(ir.Op):
     pair: bool = False  # a 2-CTA load by the pair leader (see ir.TmaLoad.pair)
     mcast: int = 1  # CTAs of a multicast whose tile bytes are not known (see ir.TmaLoad.mcast)
     more: tuple = ()  # the stages of a copy into a whole staged buffer (see ir.TmaLoad.more)
+    what: str = "a TMA load"  # how the trail names it (see ir.TmaLoad.what)
 
 
 @dataclass

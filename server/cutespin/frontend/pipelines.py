@@ -1023,7 +1023,7 @@ def clc_query(it, bar, node, response=None):
     for rank in range(it.ctx.cluster):
         target = _cluster_peer(it, bar, rank) if it.ctx.cluster > 1 else bar
         written = dst.at(cta=target.cta) if dst is not None else None  # each CTA's own copy
-        it.emit(RawTmaLoad(it.span(node), target, written, lane, nbytes=CLC_RESPONSE_BYTES))
+        it.emit(RawTmaLoad(it.span(node), target, written, lane, nbytes=CLC_RESPONSE_BYTES, what="a CLC query"))
     return None
 
 
