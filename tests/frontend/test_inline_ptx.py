@@ -235,6 +235,21 @@ inline_ptx("{ .reg .pred p; setp.ne.u32 p, $1, 0; @p bra SKIP; mbarrier.arrive.s
     assert "`bra` under a predicate" in [u.why for u in m.unmodeled]
 
 
+def test_branches_among_register_only_instructions_are_nothing():
+    # cuDNN's QAT fake-quant: a warp-uniform shortcut jumps over shuffles and conversions. Either
+    # path only computes registers.
+    m = build("""\
+q = inline_ptx("{ .reg .pred small, all_small; .reg .f32 t, s;\\n"
+               "setp.le.f32 small, $1, 0f3c400000; vote.sync.all.pred all_small, small, -1;\\n"
+               "@all_small bra MIN_SCALE; shfl.sync.bfly.b32 t, $1, 8, 31, -1; max.f32 s, $1, t; bra CONVERT;\\n"
+               "MIN_SCALE: mov.f32 s, 0f3b000000;\\n"
+               "CONVERT: mul.f32 $0, s, $1; }", write_only_types=[cutlass.Float32], read_only_args=[1.0])
+cute.arch.sync_threads()
+""")
+    assert not m.unmodeled, m.unmodeled
+    assert not any(isinstance(o, ir.Access) for o in ops(m))
+
+
 def test_tcgen05_ld_is_an_asynchronous_tmem_read_that_wait_ld_retires():
     # cuDNN frost's style: a fused load + row max (`tcgen05.ld.red`) whose operand list is joined
     # in Python, retired by an inline `tcgen05.wait::ld`. The address is the retrieved TMEM

@@ -231,3 +231,36 @@ def test_a_slice_at_a_stage_of_a_buffer_whose_stage_count_does_not_fold_is_that_
     k = build_models(src, "k.py", Settings())[0]
     reads = [op for op in ir.walk(k.processes[0].variants[-1]) if isinstance(op, ir.AsyncRead)]
     assert reads and {r.region.name for r in reads} == {"sA[stage 1] (CTA 0)"}
+
+
+
+def test_a_long_k_loop_of_mmas_checked_as_one_trip_reads_its_stage_until_wait_group():
+    """cuDNN's `gemm` helper loops `for k_outer in cutlass.range(K // 16, unroll=1)` over
+    `cute.gemm`. Checked as one trip (past the unroll limit here; past the interpretation budget
+    there), the trip's read at an unknown k stands for every trip's and stays in flight until
+    `wait_group`, as every MMA's read does: not unmodeled as "does more than load and store"."""
+    k, ops = _ops("""
+cute.nvgpu.warpgroup.fence()
+for k in cutlass.range(1024, unroll=1):
+    cute.gemm(mma, acc, tCrA[(None, None, k, 0)], tCrA[(None, None, k, 0)], acc)
+cute.nvgpu.warpgroup.commit_group()
+cute.nvgpu.warpgroup.wait_group(0)
+""")
+    assert not k.unmodeled, k.unmodeled
+    assert any("(1024 trips) only accesses memory: checked as one trip" in a for a in k.assumptions)
+    reads = [op for op in ops if isinstance(op, ir.AsyncRead)]
+    (wait,) = [op for op in ops if isinstance(op, ir.AsyncReadWait)]
+    assert reads and {r.region.name for r in reads} == {"sA[stage 0] (CTA 0)"}
+    assert wait.done_reads == reads
+
+
+def test_a_slice_at_a_k_that_does_not_fold_is_somewhere_in_its_stage():
+    """`tCrA[(None, None, k, 1)]` with k unknown reads part of stage 1: inexact, and never the
+    other stage (which a producer may be refilling meanwhile)."""
+    _, ops = _ops("""
+cute.gemm(mma, acc, tCrA[(None, None, flag, 1)], tCrA[(None, None, flag, 1)], acc)
+cute.nvgpu.warpgroup.commit_group()
+cute.nvgpu.warpgroup.wait_group(0)
+""")
+    reads = [op for op in ops if isinstance(op, ir.AsyncRead)]
+    assert reads and {(r.region.name, r.exact) for r in reads} == {("sA[stage 1] (CTA 0)", False)}

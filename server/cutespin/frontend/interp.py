@@ -565,8 +565,11 @@ def _value_names(expr) -> Optional[set]:
 
 
 def _loads_and_stores_only(ops) -> bool:
-    """Ops that only access memory (runtime branches among them included)."""
-    return all(isinstance(op, RawAccess) or isinstance(op, ir.Choice) and
+    """Ops that only access memory (runtime branches among them included). An operand read an
+    asynchronous unit starts (an MMA's, `cute.gemm` over k-blocks) counts: it ends at a later
+    commit or wait that is not one of these ops, so one trip's read at an unknown index stands for
+    every trip's, like a load's."""
+    return all(isinstance(op, (RawAccess, RawAsyncRead)) or isinstance(op, ir.Choice) and
                all(_loads_and_stores_only(alt) for alt in op.alternatives) for op in ops)
 
 
@@ -4631,6 +4634,9 @@ class KernelInterp:
             stage = _stage_index(idx, base)
             if stage is not None and isinstance(base, Smem):
                 base = base.at(stage=stage, sub=_constant_selection(idx, base.stage_first is not None) or base.sub)
+                if self.in_summary == 0 and _has_unknown(idx) and not base.tmem:
+                    # `tCrA[(None, None, k, s)]` at a k that does not fold: somewhere in stage s.
+                    base = base.at(inexact=True)
             if stage is None and _element_of_stage(idx, base):
                 # `sD[0, 0, 1]` on a buffer staged on its last mode whose elements are not
                 # tracked: an element of stage 1, not of the whole buffer.
@@ -6068,6 +6074,11 @@ def h_llvm_ptrtoint(it, args, kwargs, node):
     return ptr if isinstance(ptr, (Smem, Gmem, PeerPtr)) else Unknown("pointer as integer")
 
 
+def _register_only_instruction(mnemonic: str, ins_text: str) -> bool:
+    """An instruction that only computes in registers: no memory operand, no synchronization."""
+    return mnemonic.split(".")[0] in PTX_REGISTER_ONLY and "[" not in ins_text
+
+
 def _register_only_options(text: PartialText) -> bool:
     """Whether every whole text a partly known PTX snippet may be (PartialText.options) is made of
     register-only instructions, which synchronize nothing and touch no memory."""
@@ -6075,7 +6086,7 @@ def _register_only_options(text: PartialText) -> bool:
         return False
     for option in text.options:
         for mnemonic, ins_text, _ in ptx_instructions(option):
-            if mnemonic.split(".")[0] not in PTX_REGISTER_ONLY or "[" in ins_text:
+            if not _register_only_instruction(mnemonic, ins_text):
                 return False
     return True
 
@@ -6086,6 +6097,11 @@ def run_ptx(it, text: str, instructions: list, ins: list, n_out: int, plain: boo
     order. Registers the snippet itself defines with `mapa` hold the peer CTA's pointer for the
     instructions after it (`mapa.shared::cluster.u32 r, $0, $3; st.async ... [r], $1, [m]`)."""
     waits = [m for m, _, _ in instructions if re.match(r"mbarrier\.(try|test)_wait", m)]
+    # A snippet whose every other instruction only computes in registers (cuDNN's QAT fake-quant:
+    # `@all_small bra QAT_MIN_SCALE;` around shuffles and conversions): its branches only choose
+    # which registers are computed, with no memory access or synchronization on either path.
+    branches_compute_only = all(m.split(".")[0] == "bra" or _register_only_instruction(m, t)
+                                for m, t, _ in instructions)
     regs: dict = {}
     for mnemonic, ins_text, guarded in instructions:
         guarded = guarded or snippet_guarded
@@ -6109,10 +6125,12 @@ def run_ptx(it, text: str, instructions: list, ins: list, n_out: int, plain: boo
         if PTX_PLACEHOLDER in head or not head:
             it.unmodeled(node, "cute.arch.inline_ptx", f"an instruction whose mnemonic does not fold (`{ins_text[:40]}`)")
             continue
-        if head in PTX_REGISTER_ONLY and "[" not in ins_text:
+        if _register_only_instruction(mnemonic, ins_text):
             continue
         if head == "bra" and waits and len(instructions) <= PTX_WAIT_LOOP_MAX:
             continue  # the loop back to a try_wait until the phase completes: the wait itself
+        if head == "bra" and branches_compute_only:
+            continue
         if guarded and head not in ("ld", "st"):
             # `@p mbarrier.arrive ...`: whether it runs depends on a predicate the model does not
             # see; taking it as always run could hide a deadlock or a race (a guarded load or
@@ -7421,6 +7439,24 @@ def h_inttoptr(it, args, kwargs, node):
     return it.unknown_call("inttoptr", args, kwargs, node)
 
 
+ENVIRONMENT_ASSUMPTION = "environment variable"
+
+
+def h_environ_get(it, args, kwargs, node):
+    """`os.environ.get(name, default)` / `os.getenv(name, default)` (cuDNN's score recompute picks its
+    producer routine with `DENSE3WG_USE_WARP_SPLIT_PROD`): the kernel is checked as built with the
+    variable unset, so the default, stated; the checker's own environment is never read (a verdict
+    must not depend on the shell the editor was started from)."""
+    name = _kw(args, kwargs, 0, "key")
+    default = _kw(args, kwargs, 1, "default")
+    if not isinstance(name, str):
+        return it.unknown_call("os.environ.get", args, kwargs, node)
+    shown = repr(default) if isinstance(default, (str, int, float, bool, type(None))) else it.code(node)[:60]
+    it.registry.assume(f"{ENVIRONMENT_ASSUMPTION} `{name}` (line {it.span(node).line}) is taken as unset: "
+                       f"the kernel is checked as built with its default {shown}")
+    return default
+
+
 def h_dataclass_replace(it, args, kwargs, node):
     """`dataclasses.replace(obj, field=value)` on a package dataclass (frost's `MBarrier.__getitem__`
     returns `replace(self, stage_idx=i)`): a copy with those fields changed."""
@@ -7772,6 +7808,7 @@ CALLS: dict = {
     "arch.fence_acq_rel_cluster": _h_fence_acq_rel("cluster"), "arch.fence_acq_rel_gpu": _h_fence_acq_rel("gpu"),
     "arch.fence_acq_rel_sys": _h_fence_acq_rel("sys"), "arch.atomic_add": _h_atomic("add"), "arch.inline_ptx": h_inline_ptx,
     "experimental.primitives.inline_ptx": h_inline_ptx, "primitives.inline_ptx": h_inline_ptx,
+    "os.environ.get": h_environ_get, "os.getenv": h_environ_get, "os.environ.setdefault": h_environ_get,
     "_mlir.dialects.llvm.inline_asm": h_llvm_inline_asm, "_mlir.dialects.llvm.ptrtoint": h_llvm_ptrtoint, "_mlir.dialects.nvvm.atomicrmw": h_nvvm_atomicrmw,
     "types.SimpleNamespace": h_simple_namespace,
     "nvvm.atomicrmw": h_nvvm_atomicrmw,
@@ -8457,6 +8494,13 @@ def _builtin(name, args):
                 return min(vals) if name == "min" else max(vals)
         if name in ("int", "abs") and args and _is_int(args[0]):
             return abs(args[0]) if name == "abs" else int(args[0])
+        if name in ("int", "float") and len(args) == 1 and isinstance(args[0], str):
+            # A configuration string (an environment variable's default, `int(os.environ.get(...,
+            # "64"))`): parsed as Python parses it.
+            return int(args[0]) if name == "int" else float(args[0])
+        if name == "bool" and len(args) == 1 and isinstance(args[0], (bool, int, str, type(None))) \
+                and not isinstance(args[0], Unknown):
+            return bool(args[0])
         if name == "sum" and args and isinstance(args[0], (tuple, list)) and all(_is_int(a) for a in args[0]):
             return sum(args[0])
         if name in ("tuple", "list") and args and isinstance(args[0], (tuple, list)):
@@ -8468,7 +8512,7 @@ def _builtin(name, args):
             return tuple(enumerate(args[0]))
         if name == "reversed" and len(args) == 1 and isinstance(args[0], (tuple, list)):
             return tuple(reversed(args[0]))
-    except TypeError:
+    except (TypeError, ValueError):
         pass
     return Unknown(f"result of {name}")
 
@@ -8702,13 +8746,15 @@ def _stage_index(idx, base):
     # count did not fold (the Hopper GEMMs' `a_smem_layout_staged` from a host helper) is taken
     # as staged on its last mode too, as `buf[(None, s)]` is above: slices at different last
     # coordinates are disjoint either way, and an access to the whole buffer still touches them
-    # all (split_stages).
+    # all (split_stages). A coordinate before the stage that does not fold (`tCrA[(None, None, k,
+    # s)]` in a k-loop checked as one trip) leaves the slice within stage s: the caller marks it
+    # inexact (or, in a loop checked as one trip, the whole stage stands for every trip's slice).
     if (isinstance(idx, tuple) and len(idx) >= 2 and _is_int(idx[-1]) and isinstance(base, Smem)
             and (base.stages is not None or len(idx) >= 3 and (base.part is not None or base.mma_operand)
                  and not base.tmem)
             and base.stage is None
             and any(x is None or isinstance(x, slice) for x in idx[:-1])
-            and all(x is None or isinstance(x, slice) or _is_int(x) for x in idx[:-1])):
+            and all(x is None or isinstance(x, slice) or _is_int(x) or isinstance(x, Unknown) for x in idx[:-1])):
         return idx[-1]
     return None
 
