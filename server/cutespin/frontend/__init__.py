@@ -180,19 +180,19 @@ def check_shape(text: str) -> Optional[SyntaxError]:
 
 
 def _quiet_interp(info, self_obj, methods, env=None, cta=0, warp=0, cluster=1, stage_default=None, sites=None,
-                  assumed=None):
+                  environment_reads=None):
     """An interpreter for host code. `sites`, when given, collects the `if`s it meets on uniform
     conditions (`Registry.branch_sites`), so that a kernel configuration fixing a condition the
-    host branched on (`self.TileScheduler = A if c else B`) is labelled by that `if`. `assumed`,
-    when given, collects what it assumed (`_host_assumptions` picks what the kernel's verdict
-    states)."""
+    host branched on (`self.TileScheduler = A if c else B`) is labelled by that `if`.
+    `environment_reads`, when given, collects the environment variables it read as unset, which
+    the kernel's verdict states (its own assumptions are thrown away with it)."""
     ctx = I.WarpContext(cta=cta, warp=warp, cluster=cluster, ctas=1, threads=32, trips={}, trip_bound=1,
                         discovered={})
     it = I.KernelInterp(info, ctx, self_obj, methods, env or {}, I.Registry(None))
     if sites is not None:
         it.registry.branch_sites = sites
-    if assumed is not None:
-        it.registry.assumptions = assumed
+    if environment_reads is not None:
+        it.registry.environment_reads = environment_reads
     it.host_stage_default = stage_default
     it.host = True
     return it
@@ -318,16 +318,9 @@ def _cluster_sides(info: ModuleInfo, fn: cst.FunctionDef, pins: dict, assumption
     return sides
 
 
-def _host_assumptions(assumed: list) -> list:
-    """What host code assumed that changes the kernel being checked: an environment variable
-    read as unset (`int(os.environ.get("ROWS", "64"))` in a constructor). The host interpreter's
-    other assumptions are about values the kernel's own run re-derives and states itself."""
-    return [a for a in dict.fromkeys(assumed) if a.startswith(I.ENVIRONMENT_ASSUMPTION)]
-
-
 def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
                defaulted: Optional[set] = None, forced: Optional[list] = None, sites: Optional[dict] = None,
-               assumed: Optional[list] = None) -> SelfObj:
+               environment_reads: Optional[list] = None) -> SelfObj:
     """`self.*` attributes as the class's methods set them (`__init__` first), interpreted with
     their control flow: an attribute set differently on two branches becomes unknown. A value
     folded by one method is kept when a later method re-assigns it from something unknown. A
@@ -353,7 +346,7 @@ def _fold_self(info: ModuleInfo, site: KernelSite, methods: dict, pins: dict,
             continue
         before = dict(self_obj.attrs)
         it = _quiet_interp(info, self_obj, methods, stage_default=_host_stage_default(pins), sites=sites,
-                           assumed=assumed)
+                           environment_reads=environment_reads)
         it.no_inline.add(site.node)
         if name == "__init__":
             it.host_attribute_versions = versions
@@ -692,8 +685,8 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
     defaulted: set = set()  # cluster-shape host arguments given the assumed 1-CTA shape
     forced: list = []  # host branches taken for the modeled cluster (`_cluster_sides`)
     host_sites: dict = {}  # (cta, uniform condition) -> its host `if` (Registry.branch_sites)
-    host_assumed: list = []  # what host code assumed (`_host_assumptions`)
-    self_obj = _fold_self(info, site, methods, pins, defaulted, forced, host_sites, host_assumed) \
+    environment_reads: list = []  # environment variables host code read as unset (h_environ_get)
+    self_obj = _fold_self(info, site, methods, pins, defaulted, forced, host_sites, environment_reads) \
         if site.cls is not None else None
     assumptions: list = [f"pin `{k}={v}` ignored: expected a positive integer" for k, v in ignored]
     assumptions += list(dict.fromkeys(forced))
@@ -720,7 +713,7 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
     if launch is not None:
         host = launch.host
         it = _quiet_interp(info, self_obj, methods, stage_default=_host_stage_default(pins), sites=host_sites,
-                           assumed=host_assumed)
+                           environment_reads=environment_reads)
         it.no_inline.add(site.node)
         for p in host.params.params:
             n = p.name.value
@@ -823,7 +816,7 @@ def kernel_env(info: ModuleInfo, site: KernelSite, settings: Settings) -> Kernel
         stages = default
     if "block" in pins:
         block_tie = block_argument = None
-    assumptions += _host_assumptions(host_assumed)
+    assumptions += list(dict.fromkeys(environment_reads))
     return KernelEnv(self_obj, params, threads, cluster, grid if isinstance(grid, int) else None,
                      stages, pins.get("loop", settings.loop_bound), assumptions, block_tie, block_argument,
                      block_dims, block_shape_unknown, host_facts, host_sites)

@@ -5167,6 +5167,9 @@ class Registry:
         self.stage_counts: frozenset = frozenset(stage_counts) | ({stages} if _is_int(stages) else set())
         self.unmodeled: dict = {}
         self.assumptions: list = []
+        # What `os.environ.get` read as unset (h_environ_get): host code's registry is thrown away,
+        # so kernel_env hands these on to the kernel's verdict.
+        self.environment_reads: list = []
         self.statics: list = []
         self.symbolic_ids: dict = {}  # uniform term of a named barrier id that did not fold -> its number
         self.steps = 0  # statements interpreted for this kernel (MAX_KERNEL_STEPS)
@@ -7439,9 +7442,6 @@ def h_inttoptr(it, args, kwargs, node):
     return it.unknown_call("inttoptr", args, kwargs, node)
 
 
-ENVIRONMENT_ASSUMPTION = "environment variable"
-
-
 def h_environ_get(it, args, kwargs, node):
     """`os.environ.get(name, default)` / `os.getenv(name, default)` (cuDNN's score recompute picks its
     producer routine with `DENSE3WG_USE_WARP_SPLIT_PROD`): the kernel is checked as built with the
@@ -7452,8 +7452,10 @@ def h_environ_get(it, args, kwargs, node):
     if not isinstance(name, str):
         return it.unknown_call("os.environ.get", args, kwargs, node)
     shown = repr(default) if isinstance(default, (str, int, float, bool, type(None))) else it.code(node)[:60]
-    it.registry.assume(f"{ENVIRONMENT_ASSUMPTION} `{name}` (line {it.span(node).line}) is taken as unset: "
-                       f"the kernel is checked as built with its default {shown}")
+    said = f"environment variable `{name}` (line {it.span(node).line}) is taken as unset: the kernel is checked " \
+           f"as built with its default {shown}"
+    it.registry.assume(said)
+    it.registry.environment_reads.append(said)
     return default
 
 
