@@ -53,6 +53,13 @@ def test_compile_quick(capsys):
     assert "| small" in out and "tcc" in out
 
 
+def test_hash_quick(capsys):
+    assert load("hash").main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    cells = [c.strip() for c in next(line for line in out.splitlines() if line.startswith("| medium")).split("|")]
+    assert cells[5] == "yes" and cells[-2] == "ok"
+
+
 def test_statespace_quick(capsys):
     assert load("statespace").main(["--quick", "--sweeps", "branches"]) == 0
     assert "Runtime branches" in capsys.readouterr().out

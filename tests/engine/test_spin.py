@@ -20,6 +20,7 @@ from cutespin.engine.spin import (
     find_tools,
     parse_pan,
     parse_trail,
+    with_word_hash,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -465,6 +466,7 @@ def test_gcc_builds_pan_unoptimised_and_agrees_with_tcc(tools):
     gcc = find_tools(compiler="gcc")
     cmd = compile_command(gcc, 512, 2048)
     assert cmd[0] == gcc.compiler and cmd[1] == "-O0" and "-DSAFETY" in cmd and "-DMEMLIM=512" in cmd
+    assert "-DNOCOMP" in cmd and "-DNOCOMP" in compile_command(tools, 512, 2048)
     if tools.compiler_name == "tcc":
         assert not [a for a in compile_command(tools, 512, 2048) if a.startswith("-O")]
     for pml in (DEADLOCK_PML, ASSERT_PML, OK_PML):
@@ -479,3 +481,51 @@ def test_a_tool_past_the_time_bound_still_reports_its_time(tools):
     res = check_model(OK_PML, tools, timeout=0.001)
     assert res.status == "incomplete" and res.incomplete == "time"
     assert "spin_a" in res.timings and res.timings["spin_a"] >= 0
+
+
+# ---------------------------------------------------------------------------------------------
+# pan's state hash: replaced by a word-at-a-time one (engine.with_word_hash)
+
+# Two counters and an odd-sized array: a full search of about 10,000 states whose vector is not a
+# whole number of 8-byte words (the hash's tail).
+COUNTERS_PML = textwrap.dedent("""\
+    byte x; byte y; byte pad[13];
+    active proctype A() { do :: x < 40 -> x++; pad[x % 13] = x :: else -> break od }
+    active proctype B() { do :: y < 40 -> y++ :: else -> break od; (x == 40) }
+""")
+
+
+def generated_pan_c(tools, pml: str, tmp_path) -> str:
+    import subprocess
+    (tmp_path / "m.pml").write_text(pml)
+    subprocess.run([tools.spin, *tools.spin_args, "-a", "m.pml"], cwd=tmp_path, check=True, capture_output=True)
+    return (tmp_path / "pan.c").read_text()
+
+
+def test_the_word_hash_replaces_the_hash_spin_generates(tools, tmp_path):
+    """The Debian SPIN's pan.c picks its hash where with_word_hash looks for it: if a new SPIN
+    lays pan.c out differently, this fails instead of the engine silently losing its speed."""
+    stock = generated_pan_c(tools, OK_PML, tmp_path)
+    patched = with_word_hash(stock)
+    assert "hasher = d_sfh;" in stock
+    assert "hasher = d_sfh;" not in patched and "hasher = cutespin_word_hash;" in patched
+    assert patched.count("cutespin_word_hash(uchar *s, int len)") == 1
+
+
+def test_a_pan_c_laid_out_differently_keeps_its_own_hash():
+    other = "#include <stdint.h>\nvoid init(void) { if (ssize <= 32) hasher = h32; else hasher = h64; }\n"
+    assert with_word_hash(other) == other
+    twice = "#include <stdint.h>\nhasher = d_sfh;\nhasher = d_sfh;\n"
+    assert with_word_hash(twice) == twice
+
+
+@pytest.mark.parametrize("pml", [COUNTERS_PML, DEADLOCK_PML, ASSERT_PML])
+def test_the_word_hash_searches_the_same_states_as_spins_own(tools, monkeypatch, pml):
+    from cutespin.engine import spin as spin_mod
+    ours = check_model(pml, tools, timeout=30)
+    monkeypatch.setattr(spin_mod, "with_word_hash", lambda text: text)
+    stock = check_model(pml, tools, timeout=30)
+    assert ours.states > 0
+    assert (ours.status, ours.error, ours.states, ours.transitions, ours.depth) == \
+        (stock.status, stock.error, stock.states, stock.transitions, stock.depth)
+    assert [(s.proc, s.line) for s in ours.steps] == [(s.proc, s.line) for s in stock.steps]
