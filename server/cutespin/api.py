@@ -191,15 +191,23 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
         # The barrier's thread count did not fold; it was taken to be the threads of every warp
         # that uses it, but some use it only under a runtime condition, and in this run they did
         # not: the count waited for may be one the kernel never asks for.
+        # The same for an mbarrier whose arrival count was derived from the arrivals the kernel
+        # makes, when a warp makes them only under a choice (a uniform condition left unsplit).
         verdict = "inconclusive"
         lines = sorted({n for f in findings for n in f.data["derived_count"]})
         where_ = ", ".join(f"line {n}" for n in lines)
-        reason = (f"a possible deadlock at a named barrier whose thread count does not fold ({where_}): it was "
-                  f"taken to be the threads of every warp that uses it, and some use it only under a runtime "
-                  f"condition, so in this run the barrier may wait for more threads than the kernel asks for; "
-                  f"pin the count (`# cutespin: NAME=VALUE` for the value it is computed from) to decide")
-        _mark_possible(findings, f"the thread count of the barrier at {where_} was derived from warps that use "
-                                 f"it only under a runtime condition")
+        kinds = {f.data.get("derived_from", "named barrier") for f in findings}
+        if kinds == {"named barrier"}:
+            what, count, whose = "a named barrier whose thread count", "thread count", "the threads of every warp"
+        else:
+            what, count, whose = ("a barrier whose arrival count" if kinds == {"mbarrier"} else
+                                  "a barrier whose thread or arrival count"), "count", "the arrivals of every warp"
+        reason = (f"a possible deadlock at {what} does not fold ({where_}): it was taken to be {whose} that uses "
+                  f"it, and some use it only under a runtime condition or a choice of the build, so in this run "
+                  f"the barrier may wait for more than the kernel asks for; pin the count (`# cutespin: "
+                  f"NAME=VALUE` for the value it is computed from) to decide")
+        _mark_possible(findings, f"the {count} of the barrier waited on at {where_} was derived from warps that "
+                                 f"use it only under a runtime condition or a choice of the build")
     elif findings and any(f.data.get("inexact") for f in findings):
         # The race goes through accesses taken as the whole buffer because their element index
         # did not fold, or because the buffer has more per-lane element sets than the model

@@ -224,6 +224,13 @@ def _derived_count_lines(k: ir.KernelModel) -> set:
             if isinstance(op, ir.NamedBarrier) and op.count_from_choice}
 
 
+def _derived_count_barriers(k: ir.KernelModel) -> set:
+    """mbarriers whose arrival count was derived from arrivals some warp makes only under a
+    choice (ir.MbInit.count_from_choice)."""
+    return {op.bar.index for p in k.processes for ops in p.variants for op in ir.walk(ops)
+            if isinstance(op, ir.MbInit) and op.count_from_choice}
+
+
 def _region_indices(op) -> set:
     """The regions an op touches (a TMA load into a whole staged buffer writes every stage)."""
     regions = op.regions() if isinstance(op, ir.TmaLoad) else [op.region] if op.region is not None else []
@@ -379,9 +386,12 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
         data = {"barrier": info.barrier, "op": info.op,
                 "pending": _int(final.get(f"mb_p[{info.barrier}]")) if info.barrier is not None else None,
                 "blocked": [{"line": i.span.line, "op": i.op, "barrier": i.barrier} for _, i in blocked]}
-        derived = sorted({i.span.line for _, i in blocked} & _derived_count_lines(k))
-        if derived:  # the count waited for may be more than this run's users (NamedBarrier.count_from_choice)
-            data["derived_count"] = derived
+        # The count waited for may be more than this run's users make (count_from_choice).
+        named = {i.span.line for _, i in blocked} & _derived_count_lines(k)
+        stage = {i.span.line for _, i in blocked if i.op == "wait" and i.barrier in _derived_count_barriers(k)}
+        if named | stage:
+            data["derived_count"] = sorted(named | stage)
+            data["derived_from"] = "named barrier" if not stage else "mbarrier" if not named else "barrier"
         return [Finding("deadlock", msg, info.span, path, rel, steps=steps, data=data)]
     return []
 

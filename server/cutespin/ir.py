@@ -104,6 +104,10 @@ class Op:
 class MbInit(Op):
     bar: Barrier
     count: int
+    # The count did not fold and was derived from the arrivals the kernel makes, and some warp
+    # makes its arrivals only under a choice (frontend `derive_arrival_counts`): in a run where
+    # it makes none, the count is too high, so a deadlock on this barrier is not proven.
+    count_from_choice: bool = False
 
 
 @dataclass

@@ -622,6 +622,49 @@ def test_a_derived_count_still_checks_the_protocol(require_spin):
     assert r.verdict == "counterexample", r.reason
 
 
+CONSUMER_LOOP = """\
+        for k in cutlass.range(4):
+            pipe.consumer_wait(st)
+            x = sA[None, None, st.index].load()
+            pipe.consumer_release(st)
+            st.advance()
+"""
+
+
+def test_a_deadlock_where_a_derived_count_counts_a_warp_that_may_not_arrive_is_possible(require_spin):
+    # Warp 2 consumes only when its data says so (as cuDNN's MoE GEMMs' bias-load warp does in
+    # builds with bias, when the budget leaves `const_expr(self.enable_bias)` unsplit). The
+    # derived count has both consumer warps; in a run where warp 2 makes no arrival, the
+    # producer waits for an arrival the kernel may not ask for: possible, not proven.
+    body = DERIVED_BODY.format(tail="").split("else:\n")[0] + (
+        "else:\n"
+        "    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)\n"
+        "    tidx, _, _ = cute.arch.thread_idx()\n"
+        "    v = mA[tidx]\n"
+        "    if warp_idx == 2:\n"
+        "        if v > 0:\n" + CONSUMER_LOOP.replace("\n        ", "\n            ").replace("        for", "            for", 1)
+        + "    else:\n" + CONSUMER_LOOP)
+    src = kernel_source(body, threads=96, params="num_consumers",
+                        init="self.num_consumers = num_consumers\nself.num_stages = 2\n").replace(
+        "def __init__(self):", "def __init__(self, num_consumers):")
+    m = build_models(src, "k.py", Settings())[0]
+    assert not m.unmodeled, m.unmodeled
+    inits = {o.bar.name.split(" ")[0]: (o.count, o.count_from_choice) for p in m.processes for v in p.variants
+             for o in v if isinstance(o, ir.MbInit)}
+    assert inits["pipe.empty[0]"] == (2, True) and inits["pipe.full"] == (1, False)
+    k = api.check_source(src, "k.py", Settings().with_overrides(verify_fixes=False), with_fixes=False).kernels[0]
+    assert k.verdict == "inconclusive", (k.verdict, k.reason)
+    assert "arrival count does not fold" in k.reason
+    (f,) = k.findings
+    assert f.code == "CS101" and f.possible
+
+
+def test_a_derived_count_whose_warps_always_arrive_is_not_marked():
+    m = build_models(derived_source(), "k.py", Settings())[0]
+    assert not [o for p in m.processes for v in p.variants for o in v
+                if isinstance(o, ir.MbInit) and o.count_from_choice]
+
+
 def test_a_raw_mbarrier_init_with_a_runtime_count_counts_the_arrivals():
     src = kernel_source("""\
 smem = cutlass.utils.SmemAllocator()

@@ -1531,24 +1531,36 @@ def derive_arrival_counts(processes: list, derived: dict) -> None:
     (cuDNN's MoE GEMMs' bias-load warp, `if const_expr(self.enable_bias)`, counted in the tile
     pipeline's consumer group only when it is there) arrives only in that build's
     configurations, and counting it in the others would wait for a warp that is never there.
+
+    A warp that arrives on the key only inside an alternative of a choice (a runtime branch, or
+    a uniform condition the budget left unsplit: the same bias-load warp when `enable_bias` is
+    not a configuration of its own) may make no arrival at all in a run; the count is then too
+    high for that run, and its barriers are marked (`MbInit.count_from_choice`) so that a
+    deadlock there is reported as possible, as for named barriers.
     """
     if not derived:
         return
     totals: dict = {}  # (configuration, key) -> arrivals per phase
+    chosen: set = set()  # (configuration, key) with a warp that arrives only under a choice
     for p in processes:
         largest: dict = {}
+        always: set = set()
         for c, ops in enumerate(p.variants):
-            for op in ir.walk(ops):
+            for op, under in ir.walk_choices(ops):
                 if isinstance(op, ir.MbArrive) and op.bar.index in derived:
                     key = (c, derived[op.bar.index])
                     largest[key] = max(largest.get(key, 0), op.count)
+                    if not under:
+                        always.add(key)
         for key, n in largest.items():
             totals[key] = totals.get(key, 0) + n
+        chosen |= set(largest) - always
     for p in processes:
         for c, ops in enumerate(p.variants):
             for op in ir.walk(ops):
                 if isinstance(op, ir.MbInit) and op.bar.index in derived:
                     op.count = max(1, totals.get((c, derived[op.bar.index]), 0))
+                    op.count_from_choice = (c, derived[op.bar.index]) in chosen
 
 
 def derive_named_barrier_threads(processes: list) -> None:
