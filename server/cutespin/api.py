@@ -380,9 +380,11 @@ def iter_check(text: str, path: str, settings: Settings, token: Optional[CancelT
         yield kr
 
 
-# A kernel checked at the default loop bound gets this share of the time bound; each of the (at
-# most two) searches at smaller bounds gets RETRY_SEARCH_SHARE, so all of them together stay
-# within the time bound the user set (an editor waits for the whole check).
+# A kernel checked at the default loop bound gets this share of the time bound, and the (at most
+# two) searches at smaller bounds share the rest, so all of them together stay within the time
+# bound the user set (an editor waits for the whole check). The search at bound 1 may use all
+# of the rest; the one at half the default bound runs only when bound 1 was verified and left at
+# least RETRY_SEARCH_SHARE of the time bound.
 FIRST_SEARCH_SHARE = 0.6
 RETRY_SEARCH_SHARE = 0.2
 
@@ -421,9 +423,10 @@ def _at_smaller_bounds(k, why: str, text: str, path: str, settings: Settings, to
                        first_share: float = RETRY_SEARCH_SHARE, keep_complete: bool = False):
     """A kernel cut short at the *default* loop bound (`why`): the search ran out of time or
     memory, the model is over the size limit, or the front end ran out of budget. It is checked
-    again at smaller bounds, each search with a share of the time bound: first at bound 1 (the
-    smallest model, the likeliest to reach a verdict), then, if that was verified and time is
-    left, at half the default bound. A counterexample ends the search; otherwise the largest bound
+    again at smaller bounds within what is left of the time bound (`first_share` and
+    RETRY_SEARCH_SHARE of it): first at bound 1 (the smallest model, the likeliest to reach a
+    verdict), which may use all of it, then, if that was verified and left a search's share, at
+    half the default bound. A counterexample ends the search; otherwise the largest bound
     that reached a verdict is the result, with an assumption that says what was cut short
     (docs/policies.md P9). None when no smaller bound gives a verdict (the caller keeps its own
     result), except with `keep_complete` (the default bound's model is not complete: the front
@@ -434,18 +437,23 @@ def _at_smaller_bounds(k, why: str, text: str, path: str, settings: Settings, to
     bound = k.bounds.get("loop")
     start = time.monotonic()
     best = complete = None
-    share = first_share
+    # A search at bound 1 cut short at RETRY_SEARCH_SHARE of the time bound used to leave the
+    # rest unused (the next bound runs only after a verdict at bound 1): MoE GEMMs of a dozen
+    # configuration groups need more than that to build and search their parts.
+    left = settings.timeout * (first_share + RETRY_SEARCH_SHARE)
     for b in sorted({1, max(1, bound // 2)}):
         if token is not None and token.cancelled:
             raise Cancelled()
-        if b > 1 and (best is None or time.monotonic() - start > settings.timeout * (1 - share - RETRY_SEARCH_SHARE)):
+        spent = time.monotonic() - start
+        if b > 1 and (best is None or left - spent < settings.timeout * RETRY_SEARCH_SHARE):
             break  # nothing verified at bound 1, or no time left for another front end and search
         smaller = settings.with_overrides(loop_bound=b)
         m = next(iter(build_models(text, path, smaller, only=k.qualname)), None)
         if m is None or m.unmodeled:
             continue
-        got = run_kernel(m, smaller.with_overrides(timeout=settings.timeout * share), tools, token, lines)
-        share = RETRY_SEARCH_SHARE
+        # As at the default bound, the front end's time is not the search's.
+        search = left if b == 1 else max(settings.timeout * RETRY_SEARCH_SHARE, left - spent)
+        got = run_kernel(m, smaller.with_overrides(timeout=search), tools, token, lines)
         got.assumptions.append(f"at the default loop bound {bound} the check was cut short ({why}); "
                                f"this {'result' if got.verdict == 'inconclusive' else 'verdict'} is for runtime "
                                f"loops of at most {b} trips")

@@ -117,8 +117,8 @@ def test_over_the_budget_a_complete_model_at_a_smaller_bound_is_the_result_witho
         monkeypatch, require_spin):
     """The front end ran out of budget at the default bound, and bound 1's complete model is cut
     short by the search's time bound: the result is that model, inconclusive for the search's
-    reason (not the budget a smaller bound relieved), and the first retry has the first search's
-    share of the time bound (no search ran at the default bound)."""
+    reason (not the budget a smaller bound relieved), and the first retry has the whole time
+    bound but a second search's share (no search ran at the default bound)."""
     path = SAMPLES / "umma_2cta_pair_ok.py"
     at_one, interp = _steps_needed(path, 1)
     at_three, _ = _steps_needed(path, 3)
@@ -133,7 +133,7 @@ def test_over_the_budget_a_complete_model_at_a_smaller_bound_is_the_result_witho
 
     monkeypatch.setattr(api, "run_kernel", run_kernel)
     kr = api.check_source(path.read_text(), str(path), Settings(timeout=10), with_fixes=False).kernels[0]
-    assert bounds == [1] and timeouts == [10 * api.FIRST_SEARCH_SHARE]
+    assert bounds == [1] and timeouts == [10 * (api.FIRST_SEARCH_SHARE + api.RETRY_SEARCH_SHARE)]
     assert kr.verdict == "inconclusive" and kr.bounds["loop"] == 1 and not kr.unmodeled, (kr.verdict, kr.reason)
     assert "time bound" in kr.reason
     assert any("default loop bound 3 the check was cut short (the kernel is not fully modeled" in a
@@ -226,3 +226,37 @@ def test_the_budget_running_out_when_a_flag_protocol_adds_ctas_is_unmodeled_not_
     monkeypatch.setattr(interp, "MAX_KERNEL_STEPS", max(r.steps for r in seen) * 3 // 4)
     (k,) = build_models(src, "k.py", Settings())
     assert any("interpretation steps" in u.why for u in k.unmodeled), k.unmodeled
+
+
+def _search_time_bounds(monkeypatch) -> list:
+    timeouts = []
+    real_run = api.run_kernel
+
+    def run_kernel(k, settings, *a, **kw):
+        timeouts.append((k.bounds.get("loop"), settings.timeout))
+        return real_run(k, settings, *a, **kw)
+
+    monkeypatch.setattr(api, "run_kernel", run_kernel)
+    return timeouts
+
+
+def test_bound_1_after_a_cut_short_default_search_has_the_rest_of_the_time_bound(monkeypatch, require_spin):
+    """Cut short at bound 1 too, the kernel has used its whole time bound: bound 1's search was
+    not cut at a share that left the rest unused."""
+    path = SAMPLES / "pipeline_async_handles_ok.py"
+    bounds = _time_bound_above(0, monkeypatch)
+    timeouts = _search_time_bounds(monkeypatch)
+    kr = api.check_source(path.read_text(), str(path), Settings(timeout=10), with_fixes=False).kernels[0]
+    assert bounds == [5, 1] and kr.verdict == "inconclusive"
+    assert timeouts == [(5, 10 * api.FIRST_SEARCH_SHARE), (1, 10 * (1 - api.FIRST_SEARCH_SHARE))]
+
+
+def test_half_the_bound_gets_what_bound_1_left(monkeypatch, require_spin):
+    path = SAMPLES / "pipeline_async_handles_ok.py"
+    _time_bound_above(2, monkeypatch)
+    timeouts = _search_time_bounds(monkeypatch)
+    kr = api.check_source(path.read_text(), str(path), Settings(timeout=10), with_fixes=False).kernels[0]
+    assert kr.verdict == "verified" and kr.bounds["loop"] == 2
+    assert [b for b, _ in timeouts] == [5, 1, 2]
+    (_, first), (_, one), (_, half) = timeouts
+    assert first + one == 10 and 10 * api.RETRY_SEARCH_SHARE <= half <= one
