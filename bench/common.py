@@ -7,6 +7,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -165,3 +166,18 @@ def strip_atomic(text: str) -> str:
     if stripped != procs:
         raise ValueError("per-process atomic wrappers not found: has the lowering's layout changed?")
     return "\n".join(out)
+
+
+def model_text(source: str) -> str:
+    """The Promela model cutespin lowers for the first kernel of a source text."""
+    from cutespin.config import Settings
+    from cutespin.frontend import build_models
+    from cutespin.model.promela import lower
+    return lower(build_models(source, "bench.py", Settings())[0]).text
+
+
+def run(cmd, cwd, timeout=600):
+    """(seconds, exit code, stdout + stderr) of a command."""
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    return time.monotonic() - t0, p.returncode, p.stdout + p.stderr

@@ -14,20 +14,17 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, header, load, median, num, secs, table  # noqa: E402
+from common import ROOT, header, load, median, model_text, num, run, secs, table  # noqa: E402
 
 import kernels as K  # noqa: E402
 from cutespin.config import Settings  # noqa: E402
 from cutespin.engine import spin as engine  # noqa: E402
-from cutespin.frontend import build_models  # noqa: E402
-from cutespin.model.promela import lower  # noqa: E402
 
 # (name, what, source factory)
 MODELS = [
@@ -50,15 +47,6 @@ COMPILERS = [
 ]
 
 
-def model_text(factory) -> str:
-    ms = build_models(factory(), "bench.py", Settings())
-    return lower(ms[0]).text
-
-
-def run(cmd, cwd, timeout=600):
-    t0 = time.monotonic()
-    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-    return time.monotonic() - t0, p.returncode, p.stdout + p.stderr
 
 
 def main(argv=None) -> int:
@@ -83,7 +71,7 @@ def main(argv=None) -> int:
         for name, what, factory in MODELS:
             if name not in names:
                 continue
-            text = model_text(factory)
+            text = model_text(factory())
             d = work / name.replace(" ", "_")
             d.mkdir()
             (d / "m.pml").write_text(text)

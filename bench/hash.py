@@ -18,20 +18,17 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, header, load, median, num, secs, table  # noqa: E402
+from common import ROOT, header, load, median, model_text, num, run, secs, table  # noqa: E402
 
 import kernels as K  # noqa: E402
 from cutespin.config import Settings  # noqa: E402
 from cutespin.engine import spin as engine  # noqa: E402
-from cutespin.frontend import build_models  # noqa: E402
-from cutespin.model.promela import lower  # noqa: E402
 
 MODELS = [
     ("medium", "samples/tma_ring_ok.py", lambda: (ROOT / "samples/tma_ring_ok.py").read_text()),
@@ -41,22 +38,21 @@ MODELS = [
      lambda: K.ring(consumers=2, stages=2, loop=3, cluster=3)),
 ]
 
-# (name, extra compiler flags, rewrite of pan.c)
+# (name, whether pan is built with -DNOCOMP, rewrite of pan.c); the last is the engine's build.
 BUILDS = [
-    ("stock", [], lambda c: c),
-    ("+NOCOMP", ["-DNOCOMP"], lambda c: c),
-    ("+word hash", ["-DNOCOMP"], engine.with_word_hash),
+    ("stock", False, lambda c: c),
+    ("+NOCOMP", True, lambda c: c),
+    ("+word hash", True, engine.with_word_hash),
 ]
 
 
-def model_text(factory) -> str:
-    return lower(build_models(factory(), "bench.py", Settings())[0]).text
+def build_command(tools, nocomp: bool, exe: str) -> list:
+    """The engine's build of pan (`compile_command`), with or without -DNOCOMP, into `exe`."""
+    cmd = [a for a in engine.compile_command(tools, 4096, engine.INITIAL_VECTORSZ) if nocomp or a != "-DNOCOMP"]
+    cmd[cmd.index("-o") + 1] = exe
+    return cmd
 
 
-def run(cmd, cwd, timeout=600):
-    t0 = time.monotonic()
-    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-    return time.monotonic() - t0, p.returncode, p.stdout + p.stderr
 
 
 def vector_bytes(out: str):
@@ -80,7 +76,7 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="cutespin-bench-hash-"))
     width = engine._hash_width(200_000)
     depth = Settings().depth
-    models = [(n, what, model_text(f)) for n, what, f in MODELS if not args.quick or n == "medium"]
+    models = [(n, what, model_text(f())) for n, what, f in MODELS if not args.quick or n == "medium"]
     models += [(p.stem.rsplit(".", 2)[-1] if "." in p.stem else p.stem, str(p.name)[-60:], p.read_text())
                for p in args.pml]
     cells = {}  # (model, build) -> {"run": [], "states": int, "status": str}
@@ -94,12 +90,9 @@ def main(argv=None) -> int:
             if rc != 0:
                 raise SystemExit(f"spin -a failed on {name}: {out[:500]}")
             stock_c = (d / "pan.c").read_text()
-            for b, (bname, flags, rewrite) in enumerate(BUILDS):
+            for b, (bname, nocomp, rewrite) in enumerate(BUILDS):
                 (d / "pan.c").write_text(rewrite(stock_c))
-                exe = f"pan{b}"
-                cmd = [tools.compiler, *([] if tools.compiler_name == "tcc" else ["-O0"]), "-DSAFETY", *flags,
-                       "-DMEMLIM=4096", "-DVECTORSZ=65536", "-o", exe, "pan.c"]
-                _, rc, out = run(cmd, d)
+                _, rc, out = run(build_command(tools, nocomp, f"pan{b}"), d)
                 if rc != 0:
                     raise SystemExit(f"{bname} build failed on {name}: {out[:500]}")
             info[name] = what

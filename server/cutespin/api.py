@@ -451,8 +451,9 @@ def _at_smaller_bounds(k, why: str, text: str, path: str, settings: Settings, to
         m = next(iter(build_models(text, path, smaller, only=k.qualname)), None)
         if m is None or m.unmodeled:
             continue
-        # As at the default bound, the front end's time is not the search's.
-        search = left if b == 1 else max(settings.timeout * RETRY_SEARCH_SHARE, left - spent)
+        # What bound 1 left (at least a search's share, by the test above); as at the default
+        # bound, this bound's own front end is not counted.
+        search = left if b == 1 else left - spent
         got = run_kernel(m, smaller.with_overrides(timeout=search), tools, token, lines)
         got.assumptions.append(f"at the default loop bound {bound} the check was cut short ({why}); "
                                f"this {'result' if got.verdict == 'inconclusive' else 'verdict'} is for runtime "
