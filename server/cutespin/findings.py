@@ -157,13 +157,16 @@ def _role_of(pm: PromelaModel, proc: str) -> str:
 def build_trace(res: RunResult, pm: PromelaModel, path: str, line_shift=None):
     steps, related = [], []
     grouped = _group_steps(res, pm)
-    for i, (s, info) in enumerate(grouped[-MAX_STEPS:]):
+    # A long trail shows its last MAX_STEPS steps under their own numbers, so that one starting
+    # at "step 244" says that the steps before it are left out.
+    first = max(0, len(grouped) - MAX_STEPS)
+    for n, (s, info) in enumerate(grouped[first:], start=first + 1):
         role = _role_of(pm, s.proc)
         state = _barrier_state(res_values(res, s.depth), info.barrier)
         line = info.span.line if info.span else 0
-        steps.append(TraceStep(i + 1, role, line, info.what, state, info.span.path if info.span else ""))
+        steps.append(TraceStep(n, role, line, info.what, state, info.span.path if info.span else ""))
         if info.span is not None:
-            related.append(Related(path, info.span, f"step {i + 1}: {role} {info.what}" + (f" [{state}]" if state else "")))
+            related.append(Related(path, info.span, f"step {n}: {role} {info.what}" + (f" [{state}]" if state else "")))
     return steps, related
 
 

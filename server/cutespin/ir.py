@@ -175,6 +175,12 @@ class TmaLoad(Op):
     # How the trail names the copy: "a TMA load", or "a CLC query" for the tile scheduler's
     # asynchronous write of its response, which the model treats alike.
     what: str = "a TMA load"
+    # Copies issued back to back by the same lanes on the same barrier into different constant
+    # parts of the region (frost's `tma_load_tile` loop over sub-tiles, `sdO[None, k, None, s]`),
+    # merged into this one op (frontend `merge_tma_batches`): as separate ops each would overwrite
+    # the part before it, since a region does not tell parts apart. `tx` covers them all; with
+    # byte counts not known they count `copies` units.
+    copies: int = 1
 
     def regions(self) -> list:
         """Every tracked buffer the copy writes."""

@@ -58,3 +58,36 @@ def test_the_verdict_states_the_broadcast_assumption():
     line = line_of(src, "if row_max == neg_inf")
     assert any(a.startswith(f"line {line}: the branch reads a value every thread loads") for a in kr.assumptions), \
         kr.assumptions
+
+
+def pointer_body(offset: str) -> str:
+    """The same through a raw pointer into a rank-1 array (cuDNN frost's steep-channel ballots:
+    `(words_ptr + 1).load()`); the `else` side rewrites the word the `if` side reads again."""
+    return f"""\
+words = cutlass.Array(cutlass.Int32, 4, space=cutlass.AddressSpace.smem)
+tidx, _, _ = cute.arch.thread_idx()
+warp_id = tidx // 32
+if tidx % 32 == 0:
+    (words.data_ptr() + warp_id).store(mA[warp_id])
+cute.arch.barrier()
+mask = (words.data_ptr() + {offset}).load()
+if mask != 0:
+    cute.arch.barrier()
+    again = (words.data_ptr() + 1).load()
+else:
+    cute.arch.barrier()
+    if tidx == 0:
+        (words.data_ptr() + 1).store(mA[3])
+"""
+
+
+def test_a_branch_on_a_word_loaded_through_a_pointer_is_taken_alike_by_every_warp():
+    verdict, found = check(kernel_source(pointer_body("1")))
+    assert verdict == "verified", found
+
+
+def test_a_branch_on_a_word_at_a_per_warp_pointer_may_diverge():
+    src = kernel_source(pointer_body("warp_id"))
+    verdict, found = check(src)
+    assert verdict == "counterexample", found
+    assert found and found[0][0] == "CS201"

@@ -499,6 +499,49 @@ def test_reading_the_stage_the_producer_refills_is_a_race_between_stages(require
     assert any(f.code == "CS201" for f in r.findings)
 
 
+def sub_tile_ring(part: str = "i * 2048", mma_reads_stage: str = "s") -> str:
+    """one_array_ring as cuDNN frost writes it: the element type does not fold (its SM107 prefill
+    picks it from a config value) and each stage is filled by two copies, one sub-tile each."""
+    return one_array_ring(mma_reads_stage).replace(
+        "cutlass.Array(cutlass.Float16, STAGES * 4096", "cutlass.Array(mA.element_type, STAGES * 4096").replace(
+        "prims.cp_async_bulk_tensor_shared_cta_global(sA.subview(s * 4096), mA.iterator, (0, k), full.subview(s))",
+        "for i in cutlass.range_constexpr(2):\n"
+        f"                        prims.cp_async_bulk_tensor_shared_cta_global(sA.subview(s * 4096 + {part}), mA.iterator, "
+        "(i, k), full.subview(s))")
+
+
+def test_sub_tile_copies_into_a_stage_are_one_load_of_a_staged_array_of_unknown_type(require_spin):
+    src = sub_tile_ring()
+    assert "sA.subview(s * 4096 + i * 2048)" in src and "mA.element_type, STAGES" in src
+    m = model(src)
+    assert not m.unmodeled, m.unmodeled
+    loads = [op for p in m.processes for op in ir.walk(p.variants[-1]) if isinstance(op, ir.TmaLoad)]
+    assert loads and all(op.copies == 2 and op.exact for op in loads), loads
+    assert {op.region.name for op in loads} == {"sA[stage 0] (CTA 0)", "sA[stage 1] (CTA 0)"}
+    assert any("TMA loads issued back to back on sA" in a for a in m.assumptions), m.assumptions
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+
+
+def test_sub_tile_copies_into_the_same_part_overwrite_each_other(require_spin):
+    r = check(sub_tile_ring(part="i * 0"))
+    assert r.verdict == "counterexample", r.reason
+    race = next(f for f in r.findings if f.code == "CS201")
+    assert "while an earlier TMA load into the same buffer may still be in flight" in race.message
+
+
+def test_sub_tile_copies_at_an_index_that_does_not_fold_are_not_merged(require_spin):
+    r = check(sub_tile_ring(part="i * mA.shape[1]"))
+    assert r.verdict == "inconclusive", r.reason
+    assert "element index is not known" in r.reason
+
+
+def test_an_mma_reading_the_stage_the_sub_tile_copies_refill_races(require_spin):
+    r = check(sub_tile_ring(mma_reads_stage="(s + 1) % STAGES"))
+    assert r.verdict == "counterexample", r.reason
+    assert any(f.code == "CS201" for f in r.findings)
+
+
 def test_an_array_view_of_a_pointer_is_that_memory_and_data_ptr_offsets_it(require_spin):
     # `cutlass.Array(base=ptr.data_ptr(k), shape=n, dtype=dt)`: the epilogue staging view cuDNN's
     # gated attention stores through; `mbarrier_wait_parity` is the try-wait without a time limit.

@@ -1288,6 +1288,72 @@ def split_stages(procs) -> None:
     _rewrite_ops(procs, expand)
 
 
+def merge_tma_batches(procs, registry: I.Registry) -> None:
+    """Merge TMA loads issued back to back by the same lanes on the same barrier into different
+    constant parts of one buffer (frost's `tma_load_tile`: a sub-tile per copy; `sdO[None, k,
+    None, s]` for k in 0, 1) into one load of `copies` copies (ir.TmaLoad.copies).
+
+    A region does not tell the parts of a stage apart, so as separate loads each would overwrite
+    the one before it while it is in flight, a race between disjoint parts (P16). Merged, the batch
+    writes the stage once and completes every copy's transaction bytes. That the parts are disjoint
+    is an assumption, stated in the verdict: a copy's box extent is not tracked, only where it
+    starts. Copies at an index that did not fold, or at the same part twice, are never merged."""
+    def mergeable(batch: list, op) -> bool:
+        first = batch[0]
+        if not (isinstance(op, I.RawTmaLoad) and isinstance(op.dst, Smem) and isinstance(first.dst, Smem)):
+            return False
+        if op.dst.inexact or first.dst.inexact or op.dst.tmem or op.dst.sub in {b.dst.sub for b in batch}:
+            return False
+        same = ("bar", "mask", "pair", "mcast", "more", "what")
+        return all(getattr(op, f) == getattr(first, f) for f in same) and \
+            replace(op.dst, offset=0, sub=None) == replace(first.dst, offset=0, sub=None)
+
+    def merged(batch: list):
+        if len(batch) == 1:
+            return batch[0]
+        # A part's own bytes are not known (a view's byte count is its whole stage's): unless
+        # every copy states what it completes, the batch counts in units (`_assign_tx_units`).
+        sizes = [b.nbytes for b in batch]
+        first = batch[0]
+        where = f"{first.span.path.rsplit('/', 1)[-1]} line {first.span.line}" if first.span.path \
+            else f"line {first.span.line}"
+        registry.assume(f"TMA loads issued back to back on {first.dst.label} ({where}) into different parts of it "
+                        f"write disjoint parts (where each starts is known, not its extent)")
+        return replace(first, dst=first.dst.at(sub=("batch", tuple(b.dst.sub for b in batch)), nbytes=None),
+                       nbytes=sum(sizes) if None not in sizes else None, copies=sum(b.copies for b in batch))
+
+    def rewrite(ops: list) -> list:
+        out, batch, between = [], [], []
+
+        def flush():
+            # The global reads of the batch's later copies (their sources) go before the merged load.
+            out.extend(between + [merged(batch)] if len(batch) > 1 else batch + between)
+            batch.clear()
+            between.clear()
+
+        for op in ops:
+            if isinstance(op, ir.Choice):
+                op.alternatives = [rewrite(alt) for alt in op.alternatives]
+            if batch and mergeable(batch, op):
+                batch.append(op)
+                continue
+            if batch and isinstance(op, I.RawAccess) and isinstance(op.target, Gmem) and not op.write:
+                between.append(op)  # the next copy's source, read at issue
+                continue
+            if batch:
+                flush()
+            if isinstance(op, I.RawTmaLoad) and isinstance(op.dst, Smem):
+                batch.append(op)
+            else:
+                out.append(op)
+        if batch:
+            flush()
+        return out
+
+    for _, _, it in procs:
+        it.out[:] = rewrite(it.out)
+
+
 def _rewrite_ops(procs, expand: Callable) -> None:
     """Replace every op of every warp's output (inside runtime choices too) by `expand(op)`."""
     def rewrite(ops: list) -> list:
@@ -1668,7 +1734,7 @@ class _Converter:
             nbytes = op.nbytes if op.nbytes is not None else op.dst.nbytes if op.dst is not None else None
             load = ir.TmaLoad(op.span, self.n.barrier(op.bar), region, nbytes or 0, self.lanes(op.mask),
                               tx_known=nbytes is not None, pair=op.pair, mcast=op.mcast, exact=_exact(op.dst),
-                              more=tuple(self.n.region(t) for t in op.more), what=op.what)
+                              more=tuple(self.n.region(t) for t in op.more), what=op.what, copies=op.copies)
             self.n.note_selection(op.dst, load)
             return load
         if isinstance(op, I.RawTmaStore):
@@ -1791,25 +1857,36 @@ def _units_in(ops, unknown_bars, names, pairs, mcasts, pending=None, unclaimed=N
     on it, provided the warp does not wait on the barrier in between (cuDNN QSA: the Q copy, then
     `mbarrier_arrive_and_expect_tx`; the transaction count may go below zero meanwhile).
 
+    Expects that follow each other on one barrier with no copy or wait between them are one
+    expect: the copies after them count into the first (cuDNN's block-sparse backward adds
+    `mbarrier_expect_tx` to the bytes `producer_acquire` already expects; counted into the second
+    alone, the acquire's arrive would complete the phase before any copy landed).
+
     Returns {id(expect): [expect, units, sides disagree]} and leaves the counting to the caller."""
     pending = [] if pending is None else pending  # expect ops waiting for their copies, in order
     unclaimed = {} if unclaimed is None else unclaimed  # barrier -> units of copies no expect took yet
     counts: dict = {}
+    fresh: dict = {}  # barrier -> its latest expect, while no copy or wait has followed it
     for op in ops:
         if isinstance(op, (ir.MbArrive, ir.MbExpectTx)) and op.bar.index in unknown_bars and (
                 isinstance(op, ir.MbExpectTx) or op.tx or not op.tx_known):
             op.tx = 0
             op.tx_known = True
-            pending.append(op)
             names[op.bar.index] = op.bar.name
+            if op.bar.index in fresh:
+                continue  # part of the expect before it, which the copies count into
+            pending.append(op)
+            fresh[op.bar.index] = op
             if unclaimed.get(op.bar.index):
                 counts.setdefault(id(op), [op, 0, False])[1] += unclaimed.pop(op.bar.index)
         elif isinstance(op, ir.MbWait):
+            fresh.pop(op.bar.index, None)
             unclaimed.pop(op.bar.index, None)  # a later phase's expect is not this copy's
         elif isinstance(op, ir.TmaLoad) and op.bar.index in unknown_bars:
-            op.tx = 1
+            fresh.pop(op.bar.index, None)
+            op.tx = op.copies
             op.tx_known = True
-            units = (2 if op.pair else 1) * op.mcast
+            units = op.copies * (2 if op.pair else 1) * op.mcast
             if op.pair:
                 pairs.add(op.bar.name)
             if op.mcast > 1:
@@ -1820,6 +1897,7 @@ def _units_in(ops, unknown_bars, names, pairs, mcasts, pending=None, unclaimed=N
             else:
                 unclaimed[op.bar.index] = unclaimed.get(op.bar.index, 0) + units
         elif isinstance(op, ir.Choice):
+            fresh.clear()
             before = list(pending)
             before_unclaimed = dict(unclaimed)
             sides, sides_unclaimed = [], []
@@ -2607,6 +2685,7 @@ def build_kernel(info: ModuleInfo, site: KernelSite, path: str, settings: Settin
         mark_dead_paths(run)
         unstage_mixed_schemes(run)
         split_stages(run)
+        merge_tma_batches(run, registry)
         split_blocks(run)
         split_gmem_elements(run, registry)
         split_gmem_slices(run, registry)

@@ -2713,6 +2713,7 @@ class KernelInterp:
         lin = _linear(getattr(self.env.get(name), "key", None))
         if not lin or set(lin) == {None}:
             return None
+        lin, floor, step = _ceil_div_countdown(lin, floor, step)
         start = lin.get(None, 0) - floor
         line = self.span(stmt).line
         try:
@@ -4319,9 +4320,9 @@ class KernelInterp:
         if isinstance(layout, Layout) and bits:
             shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
             counts = self.registry.stage_counts
-            if len(shape) >= 3 and shape[-1] in counts:
+            if len(shape) >= 3 and _is_int(_unit_padded(shape[-1])) and _unit_padded(shape[-1]) in counts:
                 per = Layout(shape[:-1]).size() * bits // 8
-                return buf.at(stages=shape[-1], nbytes=per)
+                return buf.at(stages=_unit_padded(shape[-1]), nbytes=per)
             if len(shape) >= 3 and shape[-2] in counts and shape[-1] not in counts:
                 return buf.at(nbytes=layout.size() * bits // 8, inner_stages=shape[-2])
             return buf.at(nbytes=layout.size() * bits // 8, flat=len(shape) == 1 and layout.compact,
@@ -4339,8 +4340,10 @@ class KernelInterp:
                 buf = buf.at(coord_rank=2)
         if shape is not None:
             counts = self.registry.stage_counts
-            if len(shape) >= 3 and _is_int(shape[-1]) and shape[-1] in counts:
-                return buf.at(stages=shape[-1])
+            if len(shape) >= 3 and _is_int(_unit_padded(shape[-1])) and _unit_padded(shape[-1]) in counts:
+                # `(1, STAGES)` as the last mode (cuDNN's block-sparse backward re-views its dQ
+                # staging buffer so) is the stage mode too: a flat index into it is the stage.
+                return buf.at(stages=_unit_padded(shape[-1]))
             if len(shape) >= 3 and _is_int(shape[-2]) and shape[-2] in counts and shape[-1] not in counts:
                 return buf.at(inner_stages=shape[-2])
             if isinstance(layout, Layout) and (buf.field or bits is None and buf.dtype is not None):
@@ -4679,7 +4682,14 @@ class KernelInterp:
             self.emit(RawAccess(self.span(node), base, write, self.mask, False, exact))
             if write:
                 return None
-            return self.loaded_word(base, 0) if index is None and not base.tmem else Unknown("loaded value")
+            if index is not None or base.tmem:
+                return Unknown("loaded value")
+            value = self.loaded_word(base, 0)
+            if isinstance(value, Unknown) and _names_one_word(base):
+                # `(words_ptr + 1).load()` (cuDNN frost's steep-channel ballots): every lane
+                # loads the same word, like `s_bcast[0]` (P14).
+                return self.broadcast_load(base, 0, node)
+            return value
         if isinstance(base, Gmem):
             # Global tensors are tracked whole: an access at an index that did not fold is inexact
             # (P16), one at known per-lane indices is not.
@@ -4757,7 +4767,14 @@ class KernelInterp:
             return None
         idx = self.eval_index(index)
         terms = [_term(x) for x in (idx if isinstance(idx, tuple) else (idx,))]
-        key = _combine("load", f"{base.name}+{base.offset}", *terms)
+        name = f"{base.name}+{base.offset}"
+        key = _combine("load", name, *terms)
+        if key is None and None not in terms:
+            # Uniform indices whose terms together pass MAX_TERM_SIZE (cuDNN's block-sparse
+            # backward: the task offsets at `(task_idx * g, q_group, (bidy, bidz))` after a
+            # select of its block coordinates): the load is named by a digest of them, the same
+            # in every warp that loads at the same indices.
+            key = _leaf("load", f"{name}#{hashlib.blake2b(repr(terms).encode(), digest_size=16).hexdigest()}")
         if key is not None:
             self.registry.input_loads.add(base.name)
         return key
@@ -4941,6 +4958,7 @@ class RawTmaLoad(ir.Op):
     mcast: int = 1  # CTAs of a multicast whose tile bytes are not known (see ir.TmaLoad.mcast)
     more: tuple = ()  # the stages of a copy into a whole staged buffer (see ir.TmaLoad.more)
     what: str = "a TMA load"  # how the trail names it (see ir.TmaLoad.what)
+    copies: int = 1  # back-to-back copies into different parts merged into this one (see ir.TmaLoad.copies)
 
 
 @dataclass
@@ -6811,6 +6829,12 @@ def _tmem_holder_write(it, holder, node, what):
         it.unmodeled(node, what, "the shared-memory word receiving the TMEM address could not be resolved")
 
 
+def _names_one_word(p: Smem) -> bool:
+    """Whether a pointer names one element of a rank-1 buffer, the same in every lane: a constant
+    offset from its start (a per-lane or runtime offset clears `flat` or sets `inexact`)."""
+    return p.flat and not p.inexact and p.part is None and p.block is None and p.stages is None and not p.remote
+
+
 def _word_key(buf: Smem, index: int = 0) -> tuple:
     """The shared-memory word a pointer (plus a constant index) names, whatever its CTA."""
     return buf.alloc, buf.offset + index
@@ -7383,6 +7407,15 @@ def h_make_tensor(it, args, kwargs, node):
     return Unknown("tensor")
 
 
+def _unit_padded(mode):
+    """A mode written as a tuple whose factors are all 1 but one (`(1, 2)`) is that factor, which a
+    flat index into the mode counts; any other mode as it is."""
+    if isinstance(mode, tuple) and all(_is_int(m) for m in mode):
+        big = [m for m in mode if m != 1]
+        return big[0] if len(big) == 1 else 1 if not big else mode
+    return mode
+
+
 def _scaled_term(b: Optional[tuple]) -> Optional[tuple]:
     """(n, c) when the term `b` is `c * n` for a uniform term n and an integer c >= 1, constant factors
     peeled off n (`2 * (n_batch * 16)` is (n_batch, 32)); None when `b` has no term."""
@@ -7547,10 +7580,14 @@ def h_array(it, args, kwargs, node):
             site, label = f"{site}#{n}", f"{label}#{n}"
     buf = Smem(alloc=site, label=label, cta=it.ctx.cta)
     staged = _declared_stages(it, node)
-    if staged is not None and isinstance(dtype, DType):
+    if staged is not None:
+        # Stages are counted in elements, so they need no dtype: cuDNN's SM107 prefill picks
+        # `STORAGE_DTYPE` from a config value that does not fold. Only the bytes of a stage
+        # (descriptor steps, `_descriptor_advanced`) are then unknown.
         stages, per = staged
         it.registry.assume(STAGED_ARRAY.format(label=buf.label, stages=stages, per=per))
-        return buf.at(stages=stages, stage_elems=per, nbytes=per * dtype.bits // 8)
+        return buf.at(stages=stages, stage_elems=per,
+                      nbytes=per * dtype.bits // 8 if isinstance(dtype, DType) else None)
     return buf.at(nbytes=nbytes, flat=nbytes is not None)
 
 
@@ -8232,7 +8269,20 @@ def _select_term(how: str, cond, a, b):
     a, b = _decided(a, base, not negated), _decided(b, base, negated)
     if a == b:
         return a
-    return _combine("select", how, cond, a, b)
+    key = _combine("select", how, cond, a, b)
+    if key is None and _is_condition_term(a) and _is_condition_term(b):
+        # A condition set differently on the two sides (`task_has_work = task_has_work and
+        # flags[...] != 0` under `if const_expr(flags is not None):`) is a condition itself.
+        key = _leaf("digest", hashlib.blake2b(repr(("select", how, cond, a, b)).encode(), digest_size=16).hexdigest())
+    return key
+
+
+def _is_condition_term(key) -> bool:
+    """Whether a term is a truth value: a comparison or connective, a digest of one (`_combine`),
+    a literal bool, or a select of two of them."""
+    if key[0] == "select" and len(key) == 6:
+        return _is_condition_term(key[4]) and _is_condition_term(key[5])
+    return key[0] in DIGESTED_TAGS or key[0] == "digest" or key[0] == "k" and isinstance(key[2], bool)
 
 
 def _term_value(key, why: str):
@@ -8457,11 +8507,23 @@ def _is_select_of_constants(v) -> bool:
         and _literal_leaf(v.key[4]) and _literal_leaf(v.key[5])
 
 
+# Conditions whose term passes MAX_TERM_SIZE keep a term of size 1, a digest of the whole: two
+# warps that compute the same condition from the same uniform values still take the same side
+# (cuDNN's block-sparse backward: `task_has_work = iter_count > 0 and kv_block * n < seqlen_k`
+# after a select of its block coordinates). Values keep the limit: a select past it hands its
+# conditions on to its uses instead (`Unknown.pending`), which needs its structure.
+DIGESTED_TAGS = frozenset({"cmp", "and", "or", "not", "truth"})
+
+
 def _combine(tag: str, name, *terms):
     if name is None or any(t is None for t in terms):
         return None
     size = 1 + sum(t[1] for t in terms)
-    return (tag, size, name) + tuple(terms) if size <= MAX_TERM_SIZE else None
+    if size <= MAX_TERM_SIZE:
+        return (tag, size, name) + tuple(terms)
+    if tag in DIGESTED_TAGS:
+        return _leaf("digest", hashlib.blake2b(repr((tag, name, terms)).encode(), digest_size=16).hexdigest())
+    return None
 
 
 def _negate(key):
@@ -8772,6 +8834,27 @@ def _body_is_trivial(body) -> bool:
         else:
             return False
     return True
+
+
+def _ceil_div_countdown(lin: dict, floor: int, step: int) -> tuple:
+    """A countdown by 1 of `ceil_div(x, s) + c` (cuDNN's block-sparse backward: the MMA warp
+    handles two Q blocks per trip, `iter_count = ceil_div(n, 2)`, while its load warp counts `n`
+    down by 2) as the countdown of `x + (c - floor) * s` by s to 0: the same trips, on the term
+    the other warps count, so that their loops pair (`countdown_trips`). Any other form is
+    returned as it is."""
+    atoms = [t for t in lin if t is not None]
+    if step != 1 or len(atoms) != 1 or lin[atoms[0]] != 1:
+        return lin, floor, step
+    t = atoms[0]
+    if not (isinstance(t, tuple) and len(t) == 5 and t[0] == "call" and t[2] in ("cute.ceil_div", "ceil_div")
+            and isinstance(t[4], tuple) and t[4][0] == "k" and _is_int(t[4][2]) and t[4][2] > 1):
+        return lin, floor, step
+    inner, s = _linear(t[3]), t[4][2]
+    if not inner or set(inner) == {None}:
+        return lin, floor, step
+    shifted = dict(inner)
+    shifted[None] = shifted.get(None, 0) + (lin.get(None, 0) - floor) * s
+    return {k: v for k, v in shifted.items() if v or k is None}, 0, s
 
 
 def _countdown_variable(stmt: cst.While) -> Optional[tuple]:

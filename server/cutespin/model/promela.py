@@ -751,7 +751,8 @@ class Lowering:
                 stmts += self.clear_bit(r, self.W(tg))
             name = op.region.name if op.region else "shared memory"
             self.emit(indent + self.dstep(stmts),
-                      info(f"issues {op.what} into {name} completing {op.tx} tx on {op.bar.name}", "tma_load", b,
+                      info(f"issues {op.what}{f' ({op.copies} copies)' if op.copies > 1 else ''} into {name} "
+                           f"completing {op.tx} tx on {op.bar.name}", "tma_load", b,
                            op.region.index if op.region else None))
         elif isinstance(op, ir.TmaStore):
             stmts = []
