@@ -91,3 +91,45 @@ def test_a_branch_on_a_word_at_a_per_warp_pointer_may_diverge():
     verdict, found = check(src)
     assert verdict == "counterexample", found
     assert found and found[0][0] == "CS201"
+
+
+def long_condition_body(rounds: int) -> str:
+    """A uniform condition whose term passes the size limit (MAX_TERM_SIZE) while each of its two
+    comparisons stays under it (cuDNN's block-sparse backward: `iter_count > 0 and kv_block * n <
+    seqlen_k`, its block coordinates a select): it keeps a digest term, so the warps still agree."""
+    return f"""\
+smem = cutlass.utils.SmemAllocator()
+s_val = smem.allocate_tensor(cutlass.Float32, cute.make_layout(1))
+tidx, _, _ = cute.arch.thread_idx()
+a = mA.shape[0]
+b = mA.shape[1]
+for i in cutlass.range_constexpr({rounds}):
+    a = a + mA.shape[2]
+    b = b + mA.shape[3]
+if a > 0 and b > 0:
+    cute.arch.barrier()
+    again = s_val[0]
+else:
+    cute.arch.barrier()
+    if tidx == 0:
+        s_val[0] = mA[3]
+"""
+
+
+def test_a_uniform_condition_past_the_term_size_limit_is_taken_alike_by_every_warp():
+    from cutespin.frontend import interp
+    rounds = interp.MAX_TERM_SIZE // 8 + 2  # 4 a round: each comparison a little over half the limit
+    verdict, found = check(kernel_source(long_condition_body(rounds)))
+    assert verdict == "verified", found
+
+
+def test_a_condition_set_on_a_host_choice_past_the_size_limit_is_taken_alike_by_every_warp():
+    # `c = a > 0`, and `c = b > 0` where the host chose so: a select of two comparisons, each
+    # under the size limit, together over it.
+    from cutespin.frontend import interp
+    rounds = interp.MAX_TERM_SIZE * 3 // 16
+    body = long_condition_body(rounds).replace(
+        "if a > 0 and b > 0:", "c = a > 0\nif cutlass.const_expr(self.use_b):\n    c = b > 0\nif c:")
+    src = kernel_source(body, init="self.use_b = use_b_from_host()")
+    verdict, found = check(src)
+    assert verdict == "verified", found

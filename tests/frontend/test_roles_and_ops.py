@@ -975,3 +975,21 @@ self.efc.kernel.load_tensor_subtiles(0, c_pipeline, state)
 """, init="self.efc = efc_from_host()")
     m = model(src)
     assert [u.construct for u in m.unmodeled] == [".load_tensor_subtiles(...)"]
+
+
+def test_a_view_whose_last_mode_pads_the_stages_with_a_unit_mode_selects_a_stage():
+    # cuDNN's block-sparse backward re-views its dQ staging buffer with a last mode `(1, 2)`: a
+    # flat index into that mode is the stage, so the TMA store reads that stage only.
+    src = kernel_source(INIT_BAR + """\
+sA = smem.allocate_tensor(cutlass.Float16, cute.make_layout((64, 32, self.stages)), byte_alignment=128)
+sB = smem.allocate_tensor(mA.element_type, cute.make_layout(4096), byte_alignment=128)
+view = cute.make_tensor(sB.iterator, cute.make_layout(((8, 8), 2, 16, (1, 2)), stride=((16, 128), 1024, 1, (0, 2048))))
+if warp_idx == 0:
+    cute.copy(tma_atom, mA, sA[None, None, 1], tma_bar_ptr=bar + 1)
+    cute.copy(tma_atom, view[None, 0, None, 1], mA)
+    cute.arch.cp_async_bulk_commit_group()
+    cute.arch.cp_async_bulk_wait_group(0, read=True)
+""", init="self.stages = 2\n")
+    src = src.replace("def kernel(self, mA: cute.Tensor):", "def kernel(self, mA: cute.Tensor, tma_atom: cute.CopyAtom):")
+    store = next(x for x in ops(model(src), 0) if isinstance(x, ir.TmaStore))
+    assert store.region.name.startswith("sB[stage 1]"), store.region.name

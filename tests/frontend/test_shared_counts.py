@@ -268,3 +268,32 @@ def test_a_try_wait_spin_on_a_selected_phase_waits_per_side(require_spin):
     bad = _check(SKEW.replace("FLIP", "p_phase ^= 1"), extra_class=SPIN_HELPERS)
     assert not bad.unmodeled, [u.why for u in bad.unmodeled]
     assert bad.verdict == "counterexample", bad.reason
+
+
+# cuDNN's block-sparse backward: the load warp counts the Q blocks `n` down by two (two blocks a
+# trip), the MMA warp counts `ceil_div(n, 2)` down by one. Both run ceil(n / 2) trips.
+HALVED = """\
+n = mA.shape[0]
+warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+if warp_idx == 0:
+    k = n
+    while k > 0:
+        cute.arch.barrier(barrier_id=1, number_of_threads=64)
+        k -= 2
+elif warp_idx == 1:
+    j = cute.ceil_div(n, 2) + EXTRA
+    while j > 0:
+        cute.arch.barrier(barrier_id=1, number_of_threads=64)
+        j -= 1
+"""
+
+
+def test_a_countdown_of_a_halved_count_pairs_with_a_countdown_by_two(require_spin):
+    k = _check(HALVED.replace("EXTRA", "0"))
+    assert k.verdict == "verified", (k.reason, [f.message for f in k.findings])
+
+
+def test_a_countdown_of_a_halved_count_from_one_more_deadlocks(require_spin):
+    k = _check(HALVED.replace("EXTRA", "1"))
+    assert k.verdict == "counterexample", k.reason
+    assert [f.code for f in k.findings] == ["CS101"]
