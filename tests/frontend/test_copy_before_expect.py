@@ -27,12 +27,16 @@ else:
 """
 
 
-def _check(wait: str):
-    src = kernel_source(BODY.replace("WAIT", wait), init="self.q_bytes = q_bytes_from_host()",
-                        params="tma_atom: cute.CopyAtom")
+def _checked(body: str):
+    """`body` as the kernel of a class whose `q_bytes` the host sets, with a TMA atom argument."""
+    src = kernel_source(body, init="self.q_bytes = q_bytes_from_host()", params="tma_atom: cute.CopyAtom")
     src = src.replace("self.kernel(mA)", "self.kernel(mA, tma_atom)").replace(
         "def kernel(self, mA: cute.Tensor)", "def kernel(self, mA: cute.Tensor, tma_atom: cute.CopyAtom)")
     return src, api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+
+
+def _check(wait: str):
+    return _checked(BODY.replace("WAIT", wait))
 
 
 def test_a_copy_before_its_expect_completes_the_phase_with_it(require_spin):
@@ -84,11 +88,7 @@ elif warp == 1:
 
 
 def _check_two_expects(extra: str):
-    src = kernel_source(TWO_EXPECTS.replace("EXTRA", extra), init="self.q_bytes = q_bytes_from_host()",
-                        params="tma_atom: cute.CopyAtom")
-    src = src.replace("self.kernel(mA)", "self.kernel(mA, tma_atom)").replace(
-        "def kernel(self, mA: cute.Tensor)", "def kernel(self, mA: cute.Tensor, tma_atom: cute.CopyAtom)")
-    return src, api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels[0]
+    return _checked(TWO_EXPECTS.replace("EXTRA", extra))
 
 
 def test_copies_after_two_expects_count_into_the_first(require_spin):
