@@ -389,14 +389,35 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
         data = {"barrier": info.barrier, "op": info.op,
                 "pending": _int(final.get(f"mb_p[{info.barrier}]")) if info.barrier is not None else None,
                 "blocked": [{"line": i.span.line, "op": i.op, "barrier": i.barrier} for _, i in blocked]}
-        # The count waited for may be more than this run's users make (count_from_choice).
+        # The count waited for may be more than this run's users make (count_from_choice): the
+        # deadlock is possible only, unless a role is stuck on a barrier of a known count that no
+        # other blocked role could still arrive on (it is stuck whatever the derived counts are).
         named = {i.span.line for _, i in blocked} & _derived_count_lines(k)
-        stage = {i.span.line for _, i in blocked if i.op == "wait" and i.barrier in _derived_count_barriers(k)}
-        if named | stage:
+        derived = _derived_count_barriers(k)
+        stage = {i.span.line for _, i in blocked if i.op == "wait" and i.barrier in derived}
+        if (named | stage) and not _stuck_on_a_known_count(k, blocked, derived):
             data["derived_count"] = sorted(named | stage)
             data["derived_from"] = "named barrier" if not stage else "mbarrier" if not named else "barrier"
         return [Finding("deadlock", msg, info.span, path, rel, steps=steps, data=data)]
     return []
+
+
+def _stuck_on_a_known_count(k: ir.KernelModel, blocked: list, derived: set) -> bool:
+    """Whether a blocked role waits on an mbarrier whose count is known (not derived from a
+    choice) and that no other blocked role arrives on (arrives, expects or copies into): the
+    roles that could complete its phase have all finished, so it waits forever whatever a
+    derived count elsewhere is (cuDNN's Hadamard MoE GEMM: its RHT warps never release a stage,
+    and the scheduler blocked on a derived count is a consequence)."""
+    feeders: dict = {}  # barrier index -> processes that arrive on it
+    for pi, p in enumerate(k.processes):
+        for ops in p.variants:
+            for op in ir.walk(ops):
+                if isinstance(op, (ir.MbArrive, ir.MbExpectTx, ir.TmaLoad)):
+                    feeders.setdefault(op.bar.index, set()).add(f"P{pi}")
+    waiting = {proc for proc, _ in blocked}
+    return any(info.op == "wait" and info.barrier is not None and info.barrier not in derived
+               and not (feeders.get(info.barrier, set()) & (waiting - {proc}))
+               for proc, info in blocked)
 
 
 def _other_dealloc(res: RunResult, pm: PromelaModel, info: LineInfo) -> Optional[LineInfo]:

@@ -7,7 +7,7 @@ from cutespin import api, ir
 from cutespin.config import Settings
 from cutespin.frontend import build_models
 
-from ..kernels import kernel_source
+from ..kernels import kernel_source, line_of
 
 BODY = """\
 smem = cutlass.utils.SmemAllocator()
@@ -657,6 +657,40 @@ def test_a_deadlock_where_a_derived_count_counts_a_warp_that_may_not_arrive_is_p
     assert "arrival count does not fold" in k.reason
     (f,) = k.findings
     assert f.code == "CS101" and f.possible
+
+
+def test_a_role_stuck_on_a_known_count_nobody_can_complete_is_a_counterexample(require_spin):
+    # As above, but warp 1 first waits on a barrier nobody arrives on: whatever the derived
+    # count, warp 1 is stuck, and the producer blocked on the derived count waits for warp 1
+    # (cuDNN's Hadamard MoE GEMM: its RHT warps never release a stage, and the scheduler blocked
+    # on a derived count is a consequence).
+    body = DERIVED_BODY.format(tail="").split("else:\n")[0] + (
+        "else:\n"
+        "    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)\n"
+        "    tidx, _, _ = cute.arch.thread_idx()\n"
+        "    v = mA[tidx]\n"
+        "    if warp_idx == 2:\n"
+        "        if v > 0:\n" + CONSUMER_LOOP.replace("\n        ", "\n            ").replace("        for", "            for", 1)
+        + "    else:\n        cute.arch.mbarrier_wait(lone, 0)\n" + CONSUMER_LOOP)
+    body = body.replace("if warp_idx == 0:\n    st = ", LONE + "if warp_idx == 0:\n    st = ", 1)
+    src = kernel_source(body, threads=96, params="num_consumers",
+                        init="self.num_consumers = num_consumers\nself.num_stages = 2\n").replace(
+        "def __init__(self):", "def __init__(self, num_consumers):")
+    k = api.check_source(src, "k.py", Settings().with_overrides(verify_fixes=False), with_fixes=False).kernels[0]
+    assert k.verdict == "counterexample", (k.verdict, k.reason)
+    (f,) = k.findings
+    assert f.code == "CS101" and not f.possible
+    assert any(b["line"] == line_of(src, "mbarrier_wait(lone, 0)") for b in f.data["blocked"]), f.data
+
+
+LONE = """\
+lone = smem.allocate_array(cutlass.Int64, num_elems=1)
+if warp_idx == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(lone, 1)
+cute.arch.mbarrier_init_fence()
+cute.arch.sync_threads()
+"""
 
 
 def test_a_derived_count_whose_warps_always_arrive_is_not_marked():
