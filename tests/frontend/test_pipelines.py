@@ -631,11 +631,9 @@ CONSUMER_LOOP = """\
 """
 
 
-def test_a_deadlock_where_a_derived_count_counts_a_warp_that_may_not_arrive_is_possible(require_spin):
-    # Warp 2 consumes only when its data says so (as cuDNN's MoE GEMMs' bias-load warp does in
-    # builds with bias, when the budget leaves `const_expr(self.enable_bias)` unsplit). The
-    # derived count has both consumer warps; in a run where warp 2 makes no arrival, the
-    # producer waits for an arrival the kernel may not ask for: possible, not proven.
+def optional_consumer_source(before_warp_1: str = "", setup: str = "") -> str:
+    """DERIVED_BODY whose warp 2 consumes only when its data says so; `before_warp_1` runs in
+    warp 1 before its consumer loop, `setup` before the producer."""
     body = DERIVED_BODY.format(tail="").split("else:\n")[0] + (
         "else:\n"
         "    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)\n"
@@ -643,10 +641,19 @@ def test_a_deadlock_where_a_derived_count_counts_a_warp_that_may_not_arrive_is_p
         "    v = mA[tidx]\n"
         "    if warp_idx == 2:\n"
         "        if v > 0:\n" + CONSUMER_LOOP.replace("\n        ", "\n            ").replace("        for", "            for", 1)
-        + "    else:\n" + CONSUMER_LOOP)
-    src = kernel_source(body, threads=96, params="num_consumers",
-                        init="self.num_consumers = num_consumers\nself.num_stages = 2\n").replace(
+        + "    else:\n" + before_warp_1 + CONSUMER_LOOP)
+    body = body.replace("if warp_idx == 0:\n    st = ", setup + "if warp_idx == 0:\n    st = ", 1)
+    return kernel_source(body, threads=96, params="num_consumers",
+                         init="self.num_consumers = num_consumers\nself.num_stages = 2\n").replace(
         "def __init__(self):", "def __init__(self, num_consumers):")
+
+
+def test_a_deadlock_where_a_derived_count_counts_a_warp_that_may_not_arrive_is_possible(require_spin):
+    # Warp 2 consumes only when its data says so (as cuDNN's MoE GEMMs' bias-load warp does in
+    # builds with bias, when the budget leaves `const_expr(self.enable_bias)` unsplit). The
+    # derived count has both consumer warps; in a run where warp 2 makes no arrival, the
+    # producer waits for an arrival the kernel may not ask for: possible, not proven.
+    src = optional_consumer_source()
     m = build_models(src, "k.py", Settings())[0]
     assert not m.unmodeled, m.unmodeled
     inits = {o.bar.name.split(" ")[0]: (o.count, o.count_from_choice) for p in m.processes for v in p.variants
@@ -664,18 +671,7 @@ def test_a_role_stuck_on_a_known_count_nobody_can_complete_is_a_counterexample(r
     # count, warp 1 is stuck, and the producer blocked on the derived count waits for warp 1
     # (cuDNN's Hadamard MoE GEMM: its RHT warps never release a stage, and the scheduler blocked
     # on a derived count is a consequence).
-    body = DERIVED_BODY.format(tail="").split("else:\n")[0] + (
-        "else:\n"
-        "    st = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 2)\n"
-        "    tidx, _, _ = cute.arch.thread_idx()\n"
-        "    v = mA[tidx]\n"
-        "    if warp_idx == 2:\n"
-        "        if v > 0:\n" + CONSUMER_LOOP.replace("\n        ", "\n            ").replace("        for", "            for", 1)
-        + "    else:\n        cute.arch.mbarrier_wait(lone, 0)\n" + CONSUMER_LOOP)
-    body = body.replace("if warp_idx == 0:\n    st = ", LONE + "if warp_idx == 0:\n    st = ", 1)
-    src = kernel_source(body, threads=96, params="num_consumers",
-                        init="self.num_consumers = num_consumers\nself.num_stages = 2\n").replace(
-        "def __init__(self):", "def __init__(self, num_consumers):")
+    src = optional_consumer_source("        cute.arch.mbarrier_wait(lone, 0)\n", LONE)
     k = api.check_source(src, "k.py", Settings().with_overrides(verify_fixes=False), with_fixes=False).kernels[0]
     assert k.verdict == "counterexample", (k.verdict, k.reason)
     (f,) = k.findings
