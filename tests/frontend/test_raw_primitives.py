@@ -1201,6 +1201,26 @@ def test_a_row_and_column_tmem_address_of_the_allocation_names_those_columns(req
     assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
 
 
+SUBVIEW = "prims.make_tmem_ptr(raw, cutlass.Float32).subview(({stage}) * 128)"
+
+
+def test_a_subview_of_the_allocated_tmem_pointer_names_the_columns_it_moves_to(require_spin):
+    # frost's `tmem_raw = make_tmem_ptr(tmem_ptr_i32.load(), dtype)`, then `tmem_raw.subview(LAYOUT.S0_OFF)`.
+    src = allocated_accumulators(address=SUBVIEW.format(stage="s"))
+    assert len(tmem_labels(src)) == 2  # the two stages, not the whole tensor memory
+    r = check(src)
+    assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
+    assert not any("raw TMEM pointer" in a for a in r.assumptions), r.assumptions
+    race = check(allocated_accumulators(address=SUBVIEW.format(stage="(s + 1) % 2")))
+    assert race.verdict == "counterexample", race.reason
+    assert [f.code for f in race.findings] == ["CS201"] and not race.findings[0].possible
+
+
+def test_a_subview_by_columns_that_do_not_fold_is_somewhere_in_tmem():
+    labels = tmem_labels(allocated_accumulators(address=SUBVIEW.format(stage="mA.shape[1]")))
+    assert any("TMEM+?" in name for name in labels), labels
+
+
 def test_an_allocation_address_picked_at_an_unknown_index_is_somewhere_in_tmem(require_spin):
     src = allocated_accumulators(mma="picked")
     labels = tmem_labels(src)  # modeled: no "sequence of buffers at an index that does not fold"

@@ -34,7 +34,7 @@ from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, ClassRef, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LambdaRef,
     LaneVal, Layout, LibraryCreate, ModuleGlobals, ModuleRef, NamedBarrierObj, PartialRef, PartialText, Record, Rmem, SelfObj, Smem, Storage,
     SuperRef, TensorMapManagerObj, TmaAtom, TmaInfo, TmemAllocatorObj, CtaGroupOp, TryWaitResult, Unknown, UnresolvedSyncObject, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET,
-    TEXT_HOLE,
+    TEXT_HOLE, WarpMmaOp, WarpRowCopy, WarpRowTiling,
 )
 
 MBARRIER_MAX = (1 << 20) - 1
@@ -3882,6 +3882,8 @@ class KernelInterp:
         return None
 
     def unknown_call(self, name, args, kwargs, node):
+        if name.startswith("cute.nvgpu.warp.Mma") and name.endswith("Op"):
+            return warp_mma_op(args, kwargs)
         values = list(args) + list(kwargs.values())
         sync_args = [v for v in values if isinstance(v, (Smem, NamedBarrierObj, TryWaitResult) + SYNC_OBJECTS)]
         if any(isinstance(v, SYNC_OBJECTS) for v in values) and not name.startswith(("pipeline.", "arch.")):
@@ -4010,9 +4012,13 @@ class KernelInterp:
             if meth in ("data_ptr", "iterator", "align", "toint", "as_ptr") or _view_name(meth):
                 return base
             if meth == "subview":
-                # A TMEM pointer `k` columns on (frost's MMA A operand `tmem_a_base.subview(k *
-                # advance)`): where it lands is not tracked, so it is the CTA's whole tensor memory,
-                # as a raw TMEM address is (primitives.TMEM_RAW): it meets every TMEM access.
+                # A TMEM pointer `k` columns on (frost's `tmem_raw.subview(LAYOUT.S0_OFF)` and MMA A
+                # operand `tmem_a_base.subview(k * advance)`): the buffer at those columns, as
+                # `address + k` is (P13). Where `k` or the base's columns did not fold it is the
+                # CTA's whole tensor memory, as a raw TMEM address is (primitives.TMEM_RAW).
+                k = args[0] if len(args) == 1 and not kwargs else None
+                if _is_int(k) and not isinstance(k, bool) and base.offset != TMEM_UNKNOWN_OFFSET:
+                    return self.binop(operator.add, base, k)
                 return _primitives.h_tmem_somewhere(self, args, kwargs, node)
             return Unknown(f"{meth} of tensor memory")
         if isinstance(base, Rmem):
@@ -4080,6 +4086,13 @@ class KernelInterp:
             return Unknown("method of a function")
         if isinstance(base, CopyKind) and meth in ("get_slice", "get_thread_slice"):
             return base  # a thread slice issues the same instruction
+        if isinstance(base, WarpRowCopy):
+            if meth in ("get_slice", "get_thread_slice"):
+                return base  # a thread's slice: its warp's rows
+            if meth in ("partition_S", "partition_D") and len(args) == 1 and isinstance(args[0], Smem) \
+                    and not args[0].tmem:
+                return self.thread_partition(args[0], node, rows=base.tiling)
+            base = Unknown("tiled copy")  # anything else: as for any tiled copy
         if _view_name(meth) or (meth in ("make_fragment_A", "make_fragment_B") and self.fragments_are_smem_views()):
             # With warpgroup (wgmma) MMAs, make_fragment_A/B of an SMEM partition is the MMA's
             # descriptor view of that buffer; with warp-level MMAs (Ampere) it is a register
@@ -4425,11 +4438,17 @@ class KernelInterp:
         self.fragments_are_smem_views()
         return self._mma_fragments[1]
 
-    def thread_partition(self, v, node):
+    def thread_partition(self, v, node, rows: Optional[WarpRowTiling] = None):
         """`thr.partition_D(s)` / `local_partition(s, ..., tidx)`: the calling thread's elements of
         `s`. The view is keyed by the call site, so two warps' accesses through the same
-        partition are known to touch different elements (ir.Access.part)."""
+        partition are known to touch different elements (ir.Access.part). A partition by a tiled
+        copy of a warp row tiling (`rows`) is keyed by the tiling instead: every such partition
+        of the buffer gives a warp the same rows (the A-operand reads of Q and the C-operand
+        writes of O into the same storage, FlashAttention-2's epilogue)."""
         if isinstance(v, Smem):
+            if rows is not None:
+                self.registry.assume(WARP_ROW_PARTITION.format(warps=rows.warps, rows=rows.rows))
+                return v.at(part=f"warp-rows:{rows.warps}x{rows.rows}")
             sp = self.span(node)
             self.registry.assume(PER_THREAD_PARTITION)
             return v.at(part=f"{sp.line}:{sp.column}")
@@ -6644,6 +6663,41 @@ def h_make_copy_atom(it, args, kwargs, node):
     return first if isinstance(first, CopyKind) else Unknown("copy atom")
 
 
+def h_make_tiled_copy_rows(it, args, kwargs, node):
+    """`make_tiled_copy_A/C(atom, tiled_mma)`: of a warp row tiling, a copy whose partitions are
+    the warp's rows (`WarpRowCopy`); otherwise as `make_tiled_copy`."""
+    first = args[0] if args else kwargs.get("atom", kwargs.get("copy_atom"))
+    mma = args[1] if len(args) > 1 else kwargs.get("tiled_mma")
+    if not isinstance(first, CopyKind) and isinstance(mma, WarpRowTiling):
+        return WarpRowCopy(mma)
+    return h_make_copy_atom(it, args, kwargs, node)
+
+
+def warp_mma_op(args, kwargs):
+    """`cute.nvgpu.warp.Mma*Op(ab_dtype, acc_dtype, (M, N, K))`: its rows, when its shape folds."""
+    for v in list(args) + [kwargs.get("shape_mnk"), kwargs.get("inst_shape")]:
+        if isinstance(v, tuple) and len(v) == 3 and all(_is_int(x) and not isinstance(x, bool) for x in v):
+            return WarpMmaOp(int(v[0]))
+    return Unknown("warp MMA op")
+
+
+def _warp_row_tiling(op, atoms, permutation):
+    """The `WarpRowTiling` of `make_tiled_mma(op, atom_layout, permutation_mnk=...)`, or None: a
+    warp MMA op, an atom layout of shape (W, 1, 1) (or (W, 1)), and a permutation whose M part is
+    absent or W * rows."""
+    if not isinstance(op, WarpMmaOp) or not isinstance(atoms, Layout) or not atoms.compact:
+        return None
+    shape = atoms.shape if isinstance(atoms.shape, tuple) else (atoms.shape,)
+    if not shape or any(isinstance(m, tuple) for m in shape) or any(m != 1 for m in shape[1:]):
+        return None
+    warps = int(shape[0])
+    if permutation is not None:
+        m = permutation[0] if isinstance(permutation, tuple) and permutation else None
+        if not (_is_int(m) and m == warps * op.rows):
+            return None
+    return WarpRowTiling(warps, op.rows) if warps >= 1 else None
+
+
 def h_cp_async_commit(it, args, kwargs, node):
     it.emit(ir.CpAsyncCommit(it.span(node)))
 
@@ -6667,6 +6721,10 @@ def h_cp_async_wait(it, args, kwargs, node):
 #   its TMEM accumulator at issue (completion through tcgen05.commit); dealloc_tmem /
 #   TmemAllocator.free reads and writes every stage, so every load and MMA must be ordered before.
 
+WARP_ROW_PARTITION = ("per-thread partitions by the A- and C-operand tiled copies of tiled MMAs whose {warps} warps "
+                      "tile M by {rows} rows: each warp's elements are taken to be its own rows in every such view of "
+                      "a buffer (the views' row layouts taken to agree), so two warps' accesses through them touch "
+                      "different elements")
 PER_THREAD_PARTITION = ("per-thread partitions (`thr.partition_S/D(buf)`, `local_partition(buf, ..., tidx)`): two "
                         "threads' accesses through the same partition call site touch different elements")
 TMEM_MMA = ("TMEM: a tcgen05 MMA's accumulator write (and TMEM operand read) is taken at issue by the issuing "
@@ -7668,6 +7726,10 @@ def h_mma_op(it, args, kwargs, node):
 
 def h_make_tiled_mma(it, args, kwargs, node):
     op = args[0] if args else kwargs.get("op_or_atom")
+    if isinstance(op, WarpMmaOp):
+        atoms = args[1] if len(args) > 1 else kwargs.get("atom_layout_mnk")
+        tiling = _warp_row_tiling(op, atoms, kwargs.get("permutation_mnk", args[2] if len(args) > 2 else None))
+        return tiling if tiling is not None else Unknown("tiled MMA")
     return CtaGroupOp("tiled MMA", ctas=op.ctas) if isinstance(op, CtaGroupOp) else Unknown("tiled MMA")
 
 
@@ -7859,8 +7921,8 @@ CALLS: dict = {
     "arch.cp_async_commit_group": h_cp_async_commit, "arch.cp_async_wait_group": h_cp_async_wait,
     "cute.nvgpu.cpasync.CopyG2SOp": h_cpasync_op, "cute.make_copy_atom": h_make_copy_atom,
     "cute.make_tiled_copy": h_make_copy_atom, "cute.make_tiled_copy_tv": h_make_copy_atom,
-    "cute.make_tiled_copy_A": h_make_copy_atom, "cute.make_tiled_copy_B": h_make_copy_atom,
-    "cute.make_tiled_copy_C": h_make_copy_atom, "cute.make_tiled_copy_S": h_make_copy_atom,
+    "cute.make_tiled_copy_A": h_make_tiled_copy_rows, "cute.make_tiled_copy_B": h_make_copy_atom,
+    "cute.make_tiled_copy_C": h_make_tiled_copy_rows, "cute.make_tiled_copy_S": h_make_copy_atom,
     "cute.make_tiled_copy_D": h_make_copy_atom,
     "arch.alloc_tmem": h_alloc_tmem, "arch.retrieve_tmem_ptr": h_retrieve_tmem_ptr,
     "arch.dealloc_tmem": h_dealloc_tmem, "arch.relinquish_tmem_alloc_permit": h_relinquish_tmem,

@@ -246,6 +246,32 @@ class CopyKind:
 
 
 @dataclass(frozen=True)
+class WarpMmaOp:
+    """`cute.nvgpu.warp.Mma*Op(..., (M, N, K))`: a warp-level MMA instruction of M rows."""
+
+    rows: int
+
+
+@dataclass(frozen=True)
+class WarpRowTiling:
+    """A tiled MMA of warp-level MMAs whose `warps` warps tile M only (`atom_layout_mnk` (W, 1,
+    1), any M permutation W * rows): warp w computes rows w * rows .. w * rows + rows - 1 of each
+    block of W * rows rows. Its A- and C-operand tiled copies (`make_tiled_copy_A/C`, as a
+    `WarpRowCopy`) give each warp those rows too."""
+
+    warps: int
+    rows: int
+
+
+@dataclass(frozen=True)
+class WarpRowCopy:
+    """`make_tiled_copy_A/C(atom, tiled_mma)` of a `WarpRowTiling`, or a thread slice of one: its
+    per-thread partitions of a buffer are the calling warp's rows of it."""
+
+    tiling: WarpRowTiling
+
+
+@dataclass(frozen=True)
 class TmemAllocatorObj:
     """`utils.TmemAllocator(holder, barrier_for_retrieve=nb, allocator_warp_id=w)`: the allocator
     warp writes the TMEM address into `holder`; the others read it after `barrier`."""
