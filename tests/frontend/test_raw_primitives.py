@@ -1201,7 +1201,7 @@ def test_a_row_and_column_tmem_address_of_the_allocation_names_those_columns(req
     assert r.verdict == "verified", (r.reason, [f.message for f in r.findings])
 
 
-SUBVIEW = "prims.make_tmem_ptr(raw, cutlass.Float32).subview(({stage}) * 128)"
+SUBVIEW = "prims.make_tmem_ptr(raw, cutlass.Int8).subview(({stage}) * 128)"
 
 
 def test_a_subview_of_the_allocated_tmem_pointer_names_the_columns_it_moves_to(require_spin):
@@ -1216,8 +1216,12 @@ def test_a_subview_of_the_allocated_tmem_pointer_names_the_columns_it_moves_to(r
     assert [f.code for f in race.findings] == ["CS201"] and not race.findings[0].possible
 
 
-def test_a_subview_by_columns_that_do_not_fold_is_somewhere_in_tmem():
-    labels = tmem_labels(allocated_accumulators(address=SUBVIEW.format(stage="mA.shape[1]")))
+@pytest.mark.parametrize("address", [
+    SUBVIEW.format(stage="mA.shape[1]"),  # columns that do not fold
+    SUBVIEW.replace("Int8", "Float32").format(stage="s"),  # a wider element: its step is not taken as a column
+], ids=["unknown-columns", "float32-pointer"])
+def test_other_subviews_are_somewhere_in_tmem(address):
+    labels = tmem_labels(allocated_accumulators(address=address))
     assert any("TMEM+?" in name for name in labels), labels
 
 

@@ -4012,12 +4012,15 @@ class KernelInterp:
             if meth in ("data_ptr", "iterator", "align", "toint", "as_ptr") or _view_name(meth):
                 return base
             if meth == "subview":
-                # A TMEM pointer `k` columns on (frost's `tmem_raw.subview(LAYOUT.S0_OFF)` and MMA A
-                # operand `tmem_a_base.subview(k * advance)`): the buffer at those columns, as
-                # `address + k` is (P13). Where `k` or the base's columns did not fold it is the
-                # CTA's whole tensor memory, as a raw TMEM address is (primitives.TMEM_RAW).
+                # A byte-typed TMEM pointer `k` on (frost's `tmem_raw = make_tmem_ptr(addr, Int8)`,
+                # `tmem_raw.subview(LAYOUT.S0_OFF)` and the MMA A operand `tmem_a_base.subview(k *
+                # advance)`): `k` bytes on the address, whose low half counts columns, so the buffer
+                # `k` columns on, as `address + k` is (P13). A wider element type would step by more
+                # than a column per element, which is not taken for granted; that, and a `k` or base
+                # columns that did not fold, is the CTA's whole tensor memory (primitives.TMEM_RAW).
                 k = args[0] if len(args) == 1 and not kwargs else None
-                if _is_int(k) and not isinstance(k, bool) and base.offset != TMEM_UNKNOWN_OFFSET:
+                if _is_int(k) and not isinstance(k, bool) and base.offset != TMEM_UNKNOWN_OFFSET \
+                        and isinstance(base.dtype, DType) and base.dtype.bits == 8:
                     return self.binop(operator.add, base, k)
                 return _primitives.h_tmem_somewhere(self, args, kwargs, node)
             return Unknown(f"{meth} of tensor memory")

@@ -203,7 +203,8 @@ def h_make_tmem_ptr(it, args, kwargs, node):
     somewhere in it (TMEM_RAW)."""
     addr = _kw(args, kwargs, 0, "addr")
     if isinstance(addr, Smem) and addr.tmem:
-        return addr
+        # The element type decides what `.subview(k)` steps by (interp: columns for a byte pointer).
+        return addr.at(dtype=I.as_dtype(_kw(args, kwargs, 1, "dtype")))
     return h_tmem_somewhere(it, args, kwargs, node)
 
 
