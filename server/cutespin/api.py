@@ -20,8 +20,8 @@ from .engine.spin import (Cancelled, CancelToken, InternalError, RunResult, Tool
                           find_tools)
 from .findings import Finding, findings_from_run, is_suppressed, static_findings
 from .frontend import FrontendError, build_models
-from .model.promela import (ModelTooLarge, PromelaModel, TooManyGroups, ValueOutOfRange, configuration_groups,
-                             lower)
+from .model.promela import (ModelTooLarge, OverStatementCap, PromelaModel, TooManyGroups, ValueOutOfRange,
+                             configuration_groups, lower, tracked_region_weights)
 from .model import symmetry
 
 __version__ = "0.1.0"
@@ -128,10 +128,13 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
     cut_short = None
     parts = None  # configuration groups checked one at a time, when the whole model is too large
     notes: list = []  # what the lowering could not express: no verdict is `verified` with one
+    sliced: dict = {}  # checked a group of regions at a time: "all" regions, the "models"' groups
     try:
-        pm = lower(k)
+        pm = lower(k, statement_cap=SLICE_STATEMENTS)
         if len(pm.text) > SPLIT_MODEL_CHARS and len(pm.config_groups) > 1:
             parts = pm.config_groups
+    except OverStatementCap:
+        parts = _groups_to_split(k) or [None]  # None: the whole kernel, a group of regions at a time
     except ModelTooLarge as e:
         parts = _groups_to_split(k)
         if parts is None:
@@ -147,7 +150,7 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
     elif (pm is not None or parts) and not findings:
         states = transitions = 0
         seconds = 0.0
-        for searched, part_pm, run, too_large in _search(k, pm, parts, settings, tools, token, timings):
+        for searched, part_pm, run, too_large in _search(k, pm, parts, settings, tools, token, timings, sliced):
             if too_large is not None:
                 reason, cut_short = too_large, "size"
                 break
@@ -167,10 +170,15 @@ def run_kernel(k: ir.KernelModel, settings: Settings, tools: Tools, token: Optio
             pm = pm or part_pm  # the whole model when it was built: what `show Promela` shows
         if run is not None:
             run = replace(run, states=states, transitions=transitions, seconds=seconds)
-        if parts:
+        if parts and parts != [None]:
             assumptions.append(f"the {sum(map(len, parts))} configurations were checked as {len(parts)} models, "
                                f"one per group of configurations that lower alike: together they were too large "
                                f"for one model")
+        if sliced.get("models"):
+            n = len(sliced["models"])
+            assumptions.append(f"races were checked a group of buffers at a time ({n} model{'s' if n != 1 else ''} "
+                               f"searched, each over the same interleavings and tracking some of the "
+                               f"{len(sliced['all'])} buffers): tracking them all in one model was too large")
     suppressed = []
     if source_lines is not None:
         kept = []
@@ -282,40 +290,100 @@ def _groups_to_split(k: ir.KernelModel) -> Optional[list]:
     return groups if len(groups) > 1 else None
 
 
+# A model of more Promela statements than this is checked a group of tracked regions at a time.
+# Most of a large model's statements are the race bookkeeping (each access updates every holder of
+# its region's bits), and each region's is its own; what the search costs besides them is the
+# kernel's control, which every part repeats. Parts of fewer statements pay less in `spin -a`
+# (quadratic in a proctype's statements) and less memory per state (bench/RESULTS.md: kernel-fun's
+# KDA intra backward, 318 k statements, ran out of memory after 87 k states in one model and
+# was verified in 4 or 8 parts, 97 k states each).
+SLICE_STATEMENTS = 100_000
+
+
 def _search(k: ir.KernelModel, pm: Optional[PromelaModel], parts: Optional[list], settings: Settings, tools: Tools,
-            token: Optional[CancelToken], timings: dict):
+            token: Optional[CancelToken], timings: dict, sliced: Optional[dict] = None):
     """Run the search on the whole model `pm`, or on one model per configuration group (`parts`)
-    one after the other, all within the time bound. Yields (kernel searched, its model, RunResult,
-    None) per search, or (kernel, None, None, reason) when a group's model is over the size limit;
-    the caller stops at the first result that is not a clean pass. Stage times add up in
-    `timings`."""
+    one after the other, all within the time bound; a group (or the whole kernel, the part None)
+    whose model is over SLICE_STATEMENTS is checked a group of tracked regions at a time (what
+    `_models` records in `sliced`). Yields (kernel searched, its model, RunResult, None) per
+    search, or (kernel, None, None, reason) when a model is over the size limit; the caller stops
+    at the first result that is not a clean pass. Stage times add up in `timings`."""
     start = time.monotonic()
     for group in parts or [None]:
         sub = k if group is None else ir.restrict_configs(k, group)
-        if group is not None:
-            t0 = time.monotonic()
-            try:
-                pm = lower(sub)
-            except (ModelTooLarge, TooManyGroups, ValueOutOfRange) as e:
-                yield sub, None, None, f"model too large: {e} (in the configuration {sub.configs[0].describe()})"
+        models = [pm] if pm is not None and group is None else _models(sub, sliced if sliced is not None else {})
+        for pm in _timed(models, timings):
+            if isinstance(pm, str):
+                where = f" (in the configuration {sub.configs[0].describe()})" if group is not None else ""
+                yield sub, None, None, f"model too large: {pm}{where}"
                 return
-            timings["lower"] = timings.get("lower", 0.0) + time.monotonic() - t0
-        left = settings.timeout - (time.monotonic() - start)
-        if left <= 0:
-            yield sub, pm, RunResult(status="incomplete", incomplete="time"), None
+            left = settings.timeout - (time.monotonic() - start)
+            if left <= 0:
+                yield sub, pm, RunResult(status="incomplete", incomplete="time"), None
+                return
+            key = model_key(pm.text, settings, tools)
+            run = CACHE.get(key)
+            if run is None:
+                run = check_model(pm.text, tools, timeout=left, depth=settings.depth, memory_mb=settings.memory_mb,
+                                  token=token)
+                if group is None and not sliced or run.status != "incomplete":  # a part had less than the bound
+                    CACHE.put(key, run)
+                for stage, seconds in run.timings.items():
+                    timings[stage] = timings.get(stage, 0.0) + seconds
+            else:
+                timings["cached"] = 1.0
+            yield sub, pm, run, None
+        pm = None
+
+
+def _timed(models, timings: dict):
+    """The models of `models`, the time spent making each added to `timings["lower"]`."""
+    it = iter(models)
+    while True:
+        t0 = time.monotonic()
+        try:
+            pm = next(it)
+        except StopIteration:
             return
-        key = model_key(pm.text, settings, tools)
-        run = CACHE.get(key)
-        if run is None:
-            run = check_model(pm.text, tools, timeout=left, depth=settings.depth, memory_mb=settings.memory_mb,
-                              token=token)
-            if group is None or run.status != "incomplete":  # a part cut short had less than the time bound
-                CACHE.put(key, run)
-            for stage, seconds in run.timings.items():
-                timings[stage] = timings.get(stage, 0.0) + seconds
-        else:
-            timings["cached"] = 1.0
-        yield sub, pm, run, None
+        timings["lower"] = timings.get("lower", 0.0) + time.monotonic() - t0
+        yield pm
+
+
+def _models(k: ir.KernelModel, sliced: dict):
+    """The model of `k`, or when it is over SLICE_STATEMENTS one model per group of its tracked
+    regions, halving the groups until each fits (a single region's model has the size limits
+    only). Yields each PromelaModel, or the reason a model is too large (and stops). Adds the
+    tracked regions to `sliced["all"]` and each model's group to `sliced["models"]`."""
+    try:
+        yield lower(k, statement_cap=SLICE_STATEMENTS)
+        return
+    except OverStatementCap:
+        pass
+    except (ModelTooLarge, TooManyGroups, ValueOutOfRange) as e:
+        yield str(e)
+        return
+    weights = tracked_region_weights(k)
+    heaviest = sorted(weights, key=lambda r: (-weights[r], r))
+    if len(heaviest) < 2:
+        try:
+            yield lower(k)
+        except (ModelTooLarge, TooManyGroups, ValueOutOfRange) as e:
+            yield str(e)
+        return
+    sliced.setdefault("all", set()).update(heaviest)
+    todo = [heaviest[0::2], heaviest[1::2]]  # halves of about equal weight
+    while todo:
+        regions = todo.pop(0)
+        try:
+            pm = lower(k, frozenset(regions), statement_cap=SLICE_STATEMENTS if len(regions) > 1 else None)
+        except OverStatementCap:
+            todo[:0] = [regions[0::2], regions[1::2]]
+            continue
+        except (ModelTooLarge, TooManyGroups, ValueOutOfRange) as e:
+            yield str(e)
+            return
+        sliced.setdefault("models", []).append(frozenset(regions))
+        yield pm
 
 
 def verified_bounds(bounds: dict) -> str:

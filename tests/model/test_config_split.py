@@ -80,11 +80,11 @@ def test_what_any_part_could_not_express_keeps_the_verdict_from_verified(monkeyp
     real = promela.lower
     calls = []
 
-    def lower(k):
+    def lower(k, regions=None, statement_cap=None):
         calls.append(len(k.configs))
         if len(calls) == 1:
             raise promela.ModelTooLarge("the whole model")
-        pm = real(k)
+        pm = real(k, regions, statement_cap)
         if len(calls) == 3:
             pm.notes.append("barrier b: something the lowering could not express")
         return pm

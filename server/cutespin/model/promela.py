@@ -96,6 +96,11 @@ class ModelTooLarge(Exception):
     """The unrolled model is beyond what SPIN handles interactively."""
 
 
+class OverStatementCap(ModelTooLarge):
+    """The model has more statements than the caller's cap (`lower(..., statement_cap=)`): it may
+    still be checked a group of tracked regions at a time (`tracked_region_weights`)."""
+
+
 class ValueOutOfRange(Exception):
     """A number from the source that the model cannot hold (Promela's int is 32 bits): the kernel
     is inconclusive rather than checked with a wrapped value."""
@@ -142,8 +147,14 @@ def check_values(k: ir.KernelModel) -> None:
 
 
 class Lowering:
-    def __init__(self, k: ir.KernelModel):
+    def __init__(self, k: ir.KernelModel, regions: Optional[frozenset] = None,
+                 statement_cap: Optional[int] = None):
         self.k = k
+        # Races are tracked on these regions only (None: on every region that needs it). A region's
+        # visibility variables and assertions are its own, so models that track different regions
+        # of one kernel search the same interleavings and together check what the whole one does.
+        self.only_regions = regions
+        self.statement_cap = statement_cap  # OverStatementCap past it (None: MAX_MODEL_STATEMENTS only)
         self.lines: list = []  # (text, LineInfo|None)
         self.groups: list = []
         self.group_of: dict = {}  # (proc idx, class idx) -> Group
@@ -244,7 +255,8 @@ class Lowering:
         # warps write disjoint parts of their outputs and a whole-tensor region would only raise
         # false alarms.
         self.tracked = [r for r in k.regions if len(touch.get(r.index, ())) >= 2 and writes.get(r.index)
-                        and (r.space != "gmem" or k.flags)]
+                        and (r.space != "gmem" or k.flags)
+                        and (self.only_regions is None or r.index in self.only_regions)]
         self.tracked_ids = {r.index for r in self.tracked}
         # Which groups need bits: a write bit for groups that write a tracked region, a read bit
         # for groups that read one (an agent that only reads, like a tcgen05.ld agent, needs one).
@@ -560,6 +572,8 @@ class Lowering:
         self.effects.append(stmts)
         self.effect_sizes.append(_statements(stmts))
         self.statements += self.effect_sizes[-1]
+        if self.statement_cap is not None and self.statements > self.statement_cap:
+            raise OverStatementCap(f"the model has more than {self.statement_cap} Promela statements")
         if self.statements > MAX_MODEL_STATEMENTS:
             raise ModelTooLarge(f"the unrolled model has more than {MAX_MODEL_STATEMENTS} Promela statements; "
                                 f"pin a smaller loop bound or fewer stages")
@@ -1442,6 +1456,32 @@ def configuration_groups(k: ir.KernelModel) -> list:
     return Lowering(k).config_groups()
 
 
-def lower(k: ir.KernelModel) -> PromelaModel:
+def lower(k: ir.KernelModel, regions: Optional[frozenset] = None, statement_cap: Optional[int] = None) -> PromelaModel:
+    """The kernel's Promela model, tracking races on `regions` only when given (every region that
+    needs it otherwise); OverStatementCap once its statements pass `statement_cap`."""
     check_values(k)
-    return Lowering(k).build()
+    return Lowering(k, regions, statement_cap).build()
+
+
+def tracked_region_weights(k: ir.KernelModel) -> dict:
+    """The regions whose races the model tracks, each with the number of ops that access it: what
+    its bookkeeping costs, roughly (each access updates every holder of the region's bits)."""
+    tracked = Lowering(k).tracked_ids
+    weights = dict.fromkeys(sorted(tracked), 0)
+    for p in k.processes:
+        for v in p.variants:
+            for op in ir.walk(v):
+                for r in _accessed_regions(op):
+                    if r in weights:
+                        weights[r] += 1
+    return weights
+
+
+def _accessed_regions(op) -> list:
+    if isinstance(op, ir.TmaLoad):
+        return [r.index for r in op.regions()]
+    if isinstance(op, (ir.Access, ir.CpAsyncCopy, ir.AsyncRead)):
+        return [op.region.index]
+    if isinstance(op, ir.TmaStore):
+        return [r.index for r in (op.region, op.dest) if r is not None]
+    return []
