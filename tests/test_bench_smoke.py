@@ -71,6 +71,16 @@ def test_split_quick(capsys, require_spin):
     assert "| samples/pipeline_uniform_condition_ok.py" in out and "10/10" in out
 
 
+def test_slices_quick(capsys, require_spin):
+    assert load("slices").main(["--quick", "--budget", "10"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| samples/dsmem_jacobi_ok.py")]
+    assert len(rows) == 5  # one per configuration group
+    cells = [c.strip() for c in rows[-1].split("|")]
+    assert int(cells[2]) == int(cells[9]) == 8  # eight tracked regions, one model each at a quarter's cap
+    assert cells[8] == cells[14] == "pass"
+
+
 def test_corpus_benchmark_checks_a_folder_and_writes_per_kernel_json(tmp_path):
     # `--cutlass PATH` takes any folder of CuTe DSL files: one sample stands in for the examples.
     examples = tmp_path / "examples" / "python" / "CuTeDSL"
