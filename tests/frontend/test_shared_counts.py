@@ -297,3 +297,30 @@ def test_a_countdown_of_a_halved_count_from_one_more_deadlocks(require_spin):
     k = _check(HALVED.replace("EXTRA", "1"))
     assert k.verdict == "counterexample", k.reason
     assert [f.code for f in k.findings] == ["CS101"]
+
+
+# cuDNN's paired block-sparse backward clamps a loaded index with `cute.min(first, nk - 1)` and
+# counts the blocks between two offsets loaded at it: the clamp keeps the count a uniform term,
+# so the warps' countdowns still pair by the value they count.
+def test_a_countdown_of_a_clamped_count_pairs_with_the_full_count(require_spin):
+    k = _check(COUNTDOWN.replace("n = mA.shape[0]", "n = cute.min(mA.shape[0], mA.shape[1] - 1)")
+               .replace("PROLOGUE_COUNT", "n -= 1"))
+    assert k.verdict == "verified", (k.reason, [f.message for f in k.findings])
+    assert any("runs 1 trip more than that loop" in a for a in k.assumptions), k.assumptions
+
+
+def test_a_countdown_of_a_clamped_halved_count_from_one_more_deadlocks(require_spin):
+    ok = _check(HALVED.replace("n = mA.shape[0]", "n = cute.max(mA.shape[0], mA.shape[1])").replace("EXTRA", "0"))
+    assert ok.verdict == "verified", (ok.reason, [f.message for f in ok.findings])
+    bad = _check(HALVED.replace("n = mA.shape[0]", "n = cute.max(mA.shape[0], mA.shape[1])").replace("EXTRA", "1"))
+    assert bad.verdict == "counterexample" and [f.code for f in bad.findings] == ["CS101"], bad.reason
+
+
+def test_cute_min_and_max_of_numbers_fold():
+    src = kernel_source("""\
+n = cute.min(3, 5) + cute.max(4, 2)
+for i in cutlass.range(n):
+    cute.arch.barrier()
+""")
+    (k,) = build_models(src, "k.py", Settings())
+    assert not any("runtime loop bound" in a for a in k.assumptions), k.assumptions

@@ -91,3 +91,33 @@ def test_loads_at_different_constant_offsets_are_one_load_of_two_copies(require_
 def test_loads_at_the_same_constant_offset_overwrite_each_other(require_spin):
     _, k = check(OFFSETS.format(other=0))
     assert k.verdict == "counterexample", (k.verdict, k.reason)
+
+
+# cuDNN's paired block-sparse backward (`load_pair`) fills a one-stage buffer with copies into views
+# at constant offsets from the whole buffer's start, which the consumer reads a stage at a time:
+# each copy then also writes the stage it lies in (split_stages), named at the copy's own offset.
+WHOLE_BUFFER_OFFSETS = (
+    "sA_0 = cute.make_tensor(sA.iterator + 0 * 4096, cute.make_layout((64, 64), stride=(64, 1)))\n"
+    "        sA_1 = cute.make_tensor(sA.iterator + {other} * 4096, cute.make_layout((64, 64), stride=(64, 1)))")
+
+
+def check_one_stage(views: str):
+    body = HALVES.replace("{views}", views)
+    src = kernel_source(body, threads=64, init="self.num_stages = 1\nself.tile_bytes = 2 * 64 * 64 * 2\n")
+    (k,) = api.check_source(src, "k.py", SETTINGS, with_fixes=False).kernels
+    return src, k
+
+
+def test_loads_at_offsets_from_a_buffer_read_a_stage_at_a_time_are_one_load(require_spin):
+    src, k = check_one_stage(WHOLE_BUFFER_OFFSETS.format(other=1))
+    assert k.verdict == "verified", (k.verdict, k.reason, [f.message for f in k.findings])
+    line = line_of(src, "mA[None, k], sA_0")
+    assert f"TMA loads issued back to back on sA (line {line}) into different parts of it write disjoint parts " \
+        "(where each starts is known, not its extent)" in k.assumptions, k.assumptions
+
+
+def test_loads_at_the_same_offset_from_a_buffer_overwrite_each_other(require_spin):
+    src, k = check_one_stage(WHOLE_BUFFER_OFFSETS.format(other=0))
+    assert k.verdict == "counterexample", (k.verdict, k.reason)
+    (f,) = k.findings
+    assert f.code == "CS201" and not f.possible and f.span.line == line_of(src, "mA[None, k + 1], sA_1")

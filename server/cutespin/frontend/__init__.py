@@ -1288,10 +1288,21 @@ def split_stages(procs) -> None:
     _rewrite_ops(procs, expand)
 
 
+def _part(dst: Smem) -> tuple:
+    """Where a copy into a buffer starts, as far as the front end knows it (merge_tma_batches)."""
+    return dst.offset, dst.sub
+
+
+def _whole(dst: Smem) -> Smem:
+    """The buffer (or stage) a copy writes part of."""
+    return replace(dst, offset=0, sub=None)
+
+
 def merge_tma_batches(procs, registry: I.Registry) -> None:
     """Merge TMA loads issued back to back by the same lanes on the same barrier into different
     constant parts of one buffer (frost's `tma_load_tile`: a sub-tile per copy; `sdO[None, k,
-    None, s]` for k in 0, 1) into one load of `copies` copies (ir.TmaLoad.copies).
+    None, s]` for k in 0, 1; views at constant offsets from the buffer's start) into one load of
+    `copies` copies (ir.TmaLoad.copies).
 
     A region does not tell the parts of a stage apart, so as separate loads each would overwrite
     the one before it while it is in flight, a race between disjoint parts (P16). Merged, the batch
@@ -1302,11 +1313,15 @@ def merge_tma_batches(procs, registry: I.Registry) -> None:
         first = batch[0]
         if not (isinstance(op, I.RawTmaLoad) and isinstance(op.dst, Smem) and isinstance(first.dst, Smem)):
             return False
-        if op.dst.inexact or first.dst.inexact or op.dst.tmem or op.dst.sub in {b.dst.sub for b in batch}:
+        # A part is where the copy starts: a sub-view (`subview`, a constant index) or a constant
+        # offset (`make_tensor(buf.iterator + k * 4096, layout)`, cuDNN's paired KV tiles).
+        if op.dst.inexact or first.dst.inexact or op.dst.tmem or _part(op.dst) in {_part(b.dst) for b in batch}:
             return False
-        same = ("bar", "mask", "pair", "mcast", "more", "what")
-        return all(getattr(op, f) == getattr(first, f) for f in same) and \
-            replace(op.dst, offset=0, sub=None) == replace(first.dst, offset=0, sub=None)
+        same = ("bar", "mask", "pair", "mcast", "what")
+        # `more` (the stages a copy into the whole buffer writes too, split_stages) names the
+        # stage parts at the copy's own offset: the same stages are the same writes.
+        return all(getattr(op, f) == getattr(first, f) for f in same) and _whole(op.dst) == _whole(first.dst) \
+            and tuple(map(_whole, op.more)) == tuple(map(_whole, first.more))
 
     def merged(batch: list):
         if len(batch) == 1:
@@ -1319,7 +1334,7 @@ def merge_tma_batches(procs, registry: I.Registry) -> None:
             else f"line {first.span.line}"
         registry.assume(f"TMA loads issued back to back on {first.dst.label} ({where}) into different parts of it "
                         f"write disjoint parts (where each starts is known, not its extent)")
-        return replace(first, dst=first.dst.at(sub=("batch", tuple(b.dst.sub for b in batch)), nbytes=None),
+        return replace(first, dst=first.dst.at(sub=("batch", tuple(_part(b.dst) for b in batch)), nbytes=None),
                        nbytes=sum(sizes) if None not in sizes else None, copies=sum(b.copies for b in batch))
 
     def rewrite(ops: list) -> list:

@@ -8187,7 +8187,7 @@ BUILTIN_PURE = {"len", "min", "max", "abs", "int", "bool", "tuple", "list", "flo
                 "zip", "enumerate", "reversed"}
 # Functions whose result depends only on their arguments (no thread identity, no memory, no
 # clock): uniform arguments give a uniform result.
-UNIFORM_PURE = {"min", "max", "abs", "int", "bool", "float", "round", "cute.ceil_div"}
+UNIFORM_PURE = {"min", "max", "abs", "int", "bool", "float", "round", "cute.ceil_div", "cute.min", "cute.max"}
 
 def enum_parts(key) -> Optional[tuple]:
     """For the term of a condition that compares a uniform value with constants (`v == c`,
@@ -8617,10 +8617,10 @@ def _builtin(name, args):
     try:
         if name == "len" and args and isinstance(args[0], (tuple, list)):
             return len(args[0])
-        if name in ("min", "max") and args and all(_is_int(a) for a in _flat(args)):
+        if name in ("min", "max", "cute.min", "cute.max") and args and all(_is_int(a) for a in _flat(args)):
             vals = list(_flat(args))
             if vals:  # of nothing it raises: left unknown, as a value the interpreter lost
-                return min(vals) if name == "min" else max(vals)
+                return min(vals) if name.endswith("min") else max(vals)
         if name in ("int", "abs") and args and _is_int(args[0]):
             return abs(args[0]) if name == "abs" else int(args[0])
         if name in ("int", "float") and len(args) == 1 and isinstance(args[0], str):
