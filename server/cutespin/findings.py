@@ -280,7 +280,7 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
                    f'fence_proxy("async.global") before it is published; the reader can see stale global memory')
             return [Finding("fence", msg, span, path, related, steps=steps, data=data)]
         if kind == "race" and sub == "race":
-            narrow = _narrow_for(pm, res)
+            narrow = _narrow_for(pm, res, k)
             if narrow is not None:
                 nspan, nwhy = narrow
                 msg = (f"stale read through a too-narrow scope: {role} {what}, but {nwhy}; the reader may see "
@@ -450,14 +450,27 @@ def _int(v):
         return None
 
 
-def _narrow_for(pm: PromelaModel, res: RunResult):
+def _narrow_for(pm: PromelaModel, res: RunResult, k: ir.KernelModel):
     """The too-narrow release/acquire that the failing run went through most recently; None when
     it went through none (a 2-CTA kernel's narrow dealloc arrive at its end does not make an
-    earlier read of an incomplete TMA load a scope problem: that is a plain race)."""
-    by_site = {(span, f"P{pi}"): (span, why) for span, pi, why in pm.narrow_sites}
-    for step, info in reversed(_group_steps(res, pm)):
+    earlier read of an incomplete TMA load a scope problem: that is a plain race). A remote arrive
+    at CTA scope fails to publish to the waiters of the peer CTA only, so it explains no race
+    whose failing access is made in another CTA (cuDNN's frost SDPA kernels free the peer's
+    tile-info slot that way while their own CTA's MMA reads a buffer of its own)."""
+    grouped = _group_steps(res, pm)
+    failing_cta = _process_cta(k, grouped[-1][0].proc) if grouped else None
+    by_site = {(span, f"P{pi}"): (span, why) for span, pi, why in pm.narrow_sites
+               if pm.narrow_reach.get((span, pi), failing_cta) == failing_cta}
+    for step, info in reversed(grouped):
         if (info.span, step.proc) in by_site:
             return by_site[(info.span, step.proc)]
+    return None
+
+
+def _process_cta(k: ir.KernelModel, proc: str) -> Optional[int]:
+    """The CTA of the trail's process `P<i>` (None for another process: the TMA unit)."""
+    if proc.startswith("P") and proc[1:].isdigit() and int(proc[1:]) < len(k.processes):
+        return k.processes[int(proc[1:])].cta
     return None
 
 

@@ -376,3 +376,38 @@ for i in cutlass.range(mA.shape[0]):
     r = check(src)
     assert r.verdict == "counterexample" and r.findings[0].code == "CS201", r.reason
     assert r.findings[0].span.line in (line_of(src, "buf[tidx] = mA[tidx]"), line_of(src, "buf[63 - tidx]"))
+
+
+def test_a_narrow_remote_arrive_does_not_explain_a_race_inside_its_own_cta(require_spin):
+    # CTA 1 frees a slot of CTA 0's with a CTA-scope remote arrive (narrow: it publishes nothing to
+    # CTA 0), then races on a buffer of its own between two of its warps. The race is a plain
+    # one: no arrive on CTA 0's barrier could have ordered accesses that CTA 0 never makes.
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, num_elems=1)
+buf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(32))
+rank = cute.arch.block_idx_in_cluster()
+warp_idx = cute.arch.warp_idx()
+if warp_idx == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(bar, 1)
+cute.arch.mbarrier_init_fence()
+cute.arch.cluster_arrive_relaxed()
+cute.arch.cluster_wait()
+if rank == 1:
+    if warp_idx == 0:
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive(bar, peer_cta_rank_in_cluster=0)
+        x = buf[0]
+    else:
+        buf[0] = 1.0
+else:
+    if warp_idx == 0:
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_wait(bar, 0)
+cute.arch.cluster_arrive()
+cute.arch.cluster_wait()
+""", threads=64, cluster="(2, 1, 1)")
+    kr = check(src)
+    assert kr.verdict == "counterexample"
+    assert [f.code for f in kr.findings] == ["CS201"], [f.message for f in kr.findings]

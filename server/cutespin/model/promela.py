@@ -79,6 +79,9 @@ class PromelaModel:
     bar_names: dict  # barrier index -> name
     flag_names: dict
     narrow_sites: list = field(default_factory=list)  # (span, process index, why) scope-too-narrow sites
+    # (span, process index) of a narrow remote arrive -> the CTA whose waiters it fails to publish
+    # to: only a stale read by a warp of that CTA can come from it.
+    narrow_reach: dict = field(default_factory=dict)
     tma_store_dests: set = field(default_factory=set)  # regions written by TMA stores
     cp_async_dests: set = field(default_factory=set)  # regions written by cp.async copies
     async_read_kinds: dict = field(default_factory=dict)  # region -> kinds of asynchronous readers (AsyncRead)
@@ -163,6 +166,7 @@ class Lowering:
         self.cp_group: dict = {}  # proc idx -> Group of its cp.async copies
         self.ar_group: dict = {}  # proc idx -> Group of its asynchronous reads (wgmma operands, tcgen05.ld)
         self.narrow_sites: list = []
+        self.narrow_reach: dict = {}
         self.notes: list = []
         self.pending_acquire: dict = {}
         self.pending_global: dict = {}
@@ -718,6 +722,7 @@ class Lowering:
             if op.release and not publishes:
                 self.narrow_sites.append((op.span, pi, f"remote arrive on {op.bar.name} at CTA scope does not "
                                                    f"release this CTA's writes to the peer"))
+                self.narrow_reach[(op.span, pi)] = op.bar.cta
             if publishes and b in self.waited:
                 stmts += self.release_into(f"br{b}", pi, op.lanes, reads_from_whole_warp=not k.strict)
                 cg = self.cp_group.get(pi)
@@ -1324,7 +1329,7 @@ class Lowering:
         table = {i + 1: info for i, (_, info) in enumerate(self.lines) if info is not None}
         return PromelaModel("\n".join(text_lines) + "\n", table, proc_names, self.groups, self.tracked,
                             {b.index: b.name for b in k.barriers}, {f.index: f.name for f in k.flags},
-                            narrow_sites=self.narrow_sites, notes=self.notes,
+                            narrow_sites=self.narrow_sites, narrow_reach=self.narrow_reach, notes=self.notes,
                             tma_store_dests=self.tma_store_dests, cp_async_dests=self.cp_async_dests,
                             async_read_kinds={r: sorted(v) for r, v in self.async_read_kinds.items()},
                             config_groups=config_groups)
