@@ -280,7 +280,7 @@ def _findings_from_run(k: ir.KernelModel, pm: PromelaModel, res: RunResult) -> l
                    f'fence_proxy("async.global") before it is published; the reader can see stale global memory')
             return [Finding("fence", msg, span, path, related, steps=steps, data=data)]
         if kind == "race" and sub == "race":
-            narrow = _narrow_for(pm, res, k)
+            narrow = _narrow_for(pm, res, k, info.region if info else None)
             if narrow is not None:
                 nspan, nwhy = narrow
                 msg = (f"stale read through a too-narrow scope: {role} {what}, but {nwhy}; the reader may see "
@@ -450,21 +450,44 @@ def _int(v):
         return None
 
 
-def _narrow_for(pm: PromelaModel, res: RunResult, k: ir.KernelModel):
+def _narrow_for(pm: PromelaModel, res: RunResult, k: ir.KernelModel, region: Optional[int]):
     """The too-narrow release/acquire that the failing run went through most recently; None when
     it went through none (a 2-CTA kernel's narrow dealloc arrive at its end does not make an
     earlier read of an incomplete TMA load a scope problem: that is a plain race). A remote arrive
-    at CTA scope fails to publish to the waiters of the peer CTA only, so it explains no race
-    whose failing access is made in another CTA (cuDNN's frost SDPA kernels free the peer's
-    tile-info slot that way while their own CTA's MMA reads a buffer of its own)."""
+    at CTA scope fails to publish its CTA's accesses to the waiters of the peer CTA only, so it
+    explains a race on `region` only when the failing access is made in that peer and some warp
+    of the arriving CTA accesses the region (cuDNN's frost SDPA kernels free the peer's
+    tile-info slot that way while a CTA's MMA reads a buffer its own warps wrote)."""
     grouped = _group_steps(res, pm)
     failing_cta = _process_cta(k, grouped[-1][0].proc) if grouped else None
-    by_site = {(span, f"P{pi}"): (span, why) for span, pi, why in pm.narrow_sites
-               if pm.narrow_reach.get((span, pi), failing_cta) == failing_cta}
+    accessors = _accessing_ctas(k, region)
+
+    def explains(span, pi) -> bool:
+        reach = pm.narrow_reach.get((span, pi))
+        return reach is None or reach == failing_cta and k.processes[pi].cta in accessors
+
+    by_site = {(span, f"P{pi}"): (span, why) for span, pi, why in pm.narrow_sites if explains(span, pi)}
     for step, info in reversed(grouped):
         if (info.span, step.proc) in by_site:
             return by_site[(info.span, step.proc)]
     return None
+
+
+def _accessing_ctas(k: ir.KernelModel, region: Optional[int]) -> set:
+    """The CTAs some warp of which accesses `region` (every CTA when the region is not known)."""
+    if region is None:
+        return {p.cta for p in k.processes}
+    return {p.cta for p in k.processes for ops in p.variants for op in ir.walk(ops)
+            if region in _op_regions(op)}
+
+
+def _op_regions(op) -> set:
+    if isinstance(op, ir.TmaLoad):
+        return {r.index for r in op.regions()}
+    if isinstance(op, ir.TmaStore):
+        return {r.index for r in (op.region, op.dest) if r is not None}
+    r = getattr(op, "region", None)
+    return {r.index} if isinstance(r, ir.Region) else set()
 
 
 def _process_cta(k: ir.KernelModel, proc: str) -> Optional[int]:

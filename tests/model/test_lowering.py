@@ -411,3 +411,37 @@ cute.arch.cluster_wait()
     kr = check(src)
     assert kr.verdict == "counterexample"
     assert [f.code for f in kr.findings] == ["CS201"], [f.message for f in kr.findings]
+
+
+def test_a_narrow_remote_arrive_does_not_explain_a_race_on_a_buffer_its_cta_never_touches(require_spin):
+    # CTA 1 credits CTA 0's barrier with a CTA-scope remote arrive; CTA 0 waits on it and then
+    # races between two of its own warps on its own buffer, which CTA 1 never accesses: no
+    # release from CTA 1 was missing, the race is a plain one.
+    src = kernel_source("""\
+smem = cutlass.utils.SmemAllocator()
+bar = smem.allocate_array(cutlass.Int64, num_elems=1)
+buf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(32))
+rank = cute.arch.block_idx_in_cluster()
+warp_idx = cute.arch.warp_idx()
+if warp_idx == 0:
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(bar, 1)
+cute.arch.mbarrier_init_fence()
+cute.arch.cluster_arrive_relaxed()
+cute.arch.cluster_wait()
+if rank == 1:
+    if warp_idx == 0:
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive(bar, peer_cta_rank_in_cluster=0)
+else:
+    if warp_idx == 0:
+        cute.arch.mbarrier_wait(bar, 0)
+        x = buf[0]
+    else:
+        buf[0] = 1.0
+cute.arch.cluster_arrive()
+cute.arch.cluster_wait()
+""", threads=64, cluster="(2, 1, 1)")
+    kr = check(src)
+    assert kr.verdict == "counterexample"
+    assert [f.code for f in kr.findings] == ["CS201"], [f.message for f in kr.findings]
