@@ -3491,7 +3491,10 @@ class KernelInterp:
         if isinstance(a, Smem) and isinstance(b, Unknown) and isinstance(b.coord, tuple) and op is operator.add:
             return _coord_view(a, b.coord)
         if isinstance(a, Smem) and isinstance(b, LaneVal):
-            return a.at(flat=False, coord_rank=0)  # a per-lane offset inside the buffer: elements unknown
+            # A per-lane offset inside the buffer: elements unknown. When some lane's offset did
+            # not fold either (cuDNN's stats slab: `slot_base + col`, the slot a runtime stage
+            # index), where the access lands is not known at all, not even its stage (P16).
+            return a.at(flat=False, coord_rank=0, inexact=a.inexact or any(not _is_int(x) for x in b.vals))
         if isinstance(a, Smem) and isinstance(b, Unknown):
             # A runtime offset: somewhere in the buffer, so what it names is not one known
             # element or barrier (P16; `bar_of` refuses it).
