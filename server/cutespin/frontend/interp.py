@@ -3490,6 +3490,10 @@ class KernelInterp:
             return replace(a, offset=op(a.offset, b))
         if isinstance(a, Smem) and isinstance(b, Unknown) and isinstance(b.coord, tuple) and op is operator.add:
             return _coord_view(a, b.coord)
+        if isinstance(a, Smem) and a.stage_elems and isinstance(b, LaneVal) and op in (operator.add, operator.sub):
+            staged = _staged_lanes(a, [op(a.offset, x) if _is_int(x) else None for x in b.vals])
+            if staged is not None:
+                return staged
         if isinstance(a, Smem) and isinstance(b, LaneVal):
             # A per-lane offset inside the buffer: elements unknown. When some lane's offset did
             # not fold either (cuDNN's stats slab: `slot_base + col`, the slot a runtime stage
@@ -4053,6 +4057,12 @@ class KernelInterp:
                     return self.with_layout(base, args[0], kwargs.get("dtype"))
                 return base
             if meth == "load":
+                if args and not base.tmem:
+                    # `arr.load(offset, vector_size=4)` (a raw array's vector load, cuDNN's stats
+                    # slab) reads at that many elements in; a tensor's `load()` takes none.
+                    target = self.binop(operator.add, base, args[0])
+                    if isinstance(target, Smem):
+                        return self.access(target, write=False, node=node)
                 return self.access(base, write=False, node=node)
             if meth in ("store", "fill"):
                 self.access(base, write=True, node=node)
@@ -6587,6 +6597,19 @@ def _descriptor_advanced(desc: Smem, increment) -> Smem:
             return desc.at(stage=stage, offset=0, sub=None)
         return desc.at(offset=0, inexact=True)
     return desc
+
+
+def _staged_lanes(a: Smem, offsets: list) -> Optional[Smem]:
+    """Per-lane pointers into a declared-staged array (cuDNN's stats slab: `slot * SLOT + col`,
+    `col` the lane's column): the stage they all fall in, its elements per lane not kept (as for
+    any per-lane offset); None when some lane's offset is not known or the lanes leave one stage."""
+    if any(o is None for o in offsets):
+        return None
+    stages = {_staged_offset(a, o).at(offset=0, sub=None) for o in set(offsets)}
+    if len(stages) != 1:
+        return None
+    (staged,) = stages
+    return None if staged.inexact else staged.at(flat=False, coord_rank=0)
 
 
 def _staged_offset(a: Smem, offset: int) -> Smem:
