@@ -294,9 +294,9 @@ def _groups_to_split(k: ir.KernelModel) -> Optional[list]:
 # Most of a large model's statements are the race bookkeeping (each access updates every holder of
 # its region's bits), and each region's is its own; what the search costs besides them is the
 # kernel's control, which every part repeats. Parts of fewer statements pay less in `spin -a`
-# (quadratic in a proctype's statements) and less memory per state (bench/RESULTS.md: kernel-fun's
-# KDA intra backward, 318 k statements, ran out of memory after 87 k states in one model and
-# was verified in 4 or 8 parts, 97 k states each).
+# (quadratic in a proctype's statements) and less memory per state; below the cap the extra
+# builds and searches cost more than they save (bench/slices.py, bench/RESULTS.md). cuDNN's SM100
+# fp8 prefill, over a million statements in one model, is checked in 7 s in slices.
 SLICE_STATEMENTS = 100_000
 
 
