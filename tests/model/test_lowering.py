@@ -1,5 +1,6 @@
 """Lowering: encodings, line table, memory-model policies (default vs strict), injection safety."""
 import re
+import textwrap
 
 import pytest
 
@@ -378,11 +379,10 @@ for i in cutlass.range(mA.shape[0]):
     assert r.findings[0].span.line in (line_of(src, "buf[tidx] = mA[tidx]"), line_of(src, "buf[63 - tidx]"))
 
 
-def test_a_narrow_remote_arrive_does_not_explain_a_race_inside_its_own_cta(require_spin):
-    # CTA 1 frees a slot of CTA 0's with a CTA-scope remote arrive (narrow: it publishes nothing to
-    # CTA 0), then races on a buffer of its own between two of its warps. The race is a plain
-    # one: no arrive on CTA 0's barrier could have ordered accesses that CTA 0 never makes.
-    src = kernel_source("""\
+
+# CTA 1 credits CTA 0's barrier with a CTA-scope remote arrive (narrow: it publishes nothing of
+# CTA 1's to CTA 0); ROLES adds a race between two warps of one CTA on that CTA's own buffer.
+NARROW_CREDIT = """\
 smem = cutlass.utils.SmemAllocator()
 bar = smem.allocate_array(cutlass.Int64, num_elems=1)
 buf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(32))
@@ -394,54 +394,48 @@ if warp_idx == 0:
 cute.arch.mbarrier_init_fence()
 cute.arch.cluster_arrive_relaxed()
 cute.arch.cluster_wait()
-if rank == 1:
-    if warp_idx == 0:
-        with cute.arch.elect_one():
-            cute.arch.mbarrier_arrive(bar, peer_cta_rank_in_cluster=0)
-        x = buf[0]
-    else:
-        buf[0] = 1.0
-else:
-    if warp_idx == 0:
-        with cute.arch.elect_one():
-            cute.arch.mbarrier_wait(bar, 0)
+ROLES
 cute.arch.cluster_arrive()
 cute.arch.cluster_wait()
-""", threads=64, cluster="(2, 1, 1)")
+"""
+
+
+def _narrow_credit_findings(roles: str) -> list:
+    src = kernel_source(NARROW_CREDIT.replace("ROLES\n", textwrap.dedent(roles)), threads=64, cluster="(2, 1, 1)")
     kr = check(src)
     assert kr.verdict == "counterexample"
-    assert [f.code for f in kr.findings] == ["CS201"], [f.message for f in kr.findings]
+    return [f.code for f in kr.findings]
+
+
+def test_a_narrow_remote_arrive_does_not_explain_a_race_inside_its_own_cta(require_spin):
+    # The race is between CTA 1's own warps: no arrive on CTA 0's barrier could order it.
+    assert _narrow_credit_findings("""\
+        if rank == 1:
+            if warp_idx == 0:
+                with cute.arch.elect_one():
+                    cute.arch.mbarrier_arrive(bar, peer_cta_rank_in_cluster=0)
+                x = buf[0]
+            else:
+                buf[0] = 1.0
+        else:
+            if warp_idx == 0:
+                with cute.arch.elect_one():
+                    cute.arch.mbarrier_wait(bar, 0)
+        """) == ["CS201"]
 
 
 def test_a_narrow_remote_arrive_does_not_explain_a_race_on_a_buffer_its_cta_never_touches(require_spin):
-    # CTA 1 credits CTA 0's barrier with a CTA-scope remote arrive; CTA 0 waits on it and then
-    # races between two of its own warps on its own buffer, which CTA 1 never accesses: no
-    # release from CTA 1 was missing, the race is a plain one.
-    src = kernel_source("""\
-smem = cutlass.utils.SmemAllocator()
-bar = smem.allocate_array(cutlass.Int64, num_elems=1)
-buf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(32))
-rank = cute.arch.block_idx_in_cluster()
-warp_idx = cute.arch.warp_idx()
-if warp_idx == 0:
-    with cute.arch.elect_one():
-        cute.arch.mbarrier_init(bar, 1)
-cute.arch.mbarrier_init_fence()
-cute.arch.cluster_arrive_relaxed()
-cute.arch.cluster_wait()
-if rank == 1:
-    if warp_idx == 0:
-        with cute.arch.elect_one():
-            cute.arch.mbarrier_arrive(bar, peer_cta_rank_in_cluster=0)
-else:
-    if warp_idx == 0:
-        cute.arch.mbarrier_wait(bar, 0)
-        x = buf[0]
-    else:
-        buf[0] = 1.0
-cute.arch.cluster_arrive()
-cute.arch.cluster_wait()
-""", threads=64, cluster="(2, 1, 1)")
-    kr = check(src)
-    assert kr.verdict == "counterexample"
-    assert [f.code for f in kr.findings] == ["CS201"], [f.message for f in kr.findings]
+    # CTA 0 waits on the credit, then races between its own warps on its own buffer, which CTA 1
+    # never accesses: no release from CTA 1 was missing, the race is a plain one.
+    assert _narrow_credit_findings("""\
+        if rank == 1:
+            if warp_idx == 0:
+                with cute.arch.elect_one():
+                    cute.arch.mbarrier_arrive(bar, peer_cta_rank_in_cluster=0)
+        else:
+            if warp_idx == 0:
+                cute.arch.mbarrier_wait(bar, 0)
+                x = buf[0]
+            else:
+                buf[0] = 1.0
+        """) == ["CS201"]
