@@ -3496,9 +3496,11 @@ class KernelInterp:
                 return staged
         if isinstance(a, Smem) and isinstance(b, LaneVal):
             # A per-lane offset inside the buffer: elements unknown. When some lane's offset did
-            # not fold either (cuDNN's stats slab: `slot_base + col`, the slot a runtime stage
-            # index), where the access lands is not known at all, not even its stage (P16).
-            return a.at(flat=False, coord_rank=0, inexact=a.inexact or any(not _is_int(x) for x in b.vals))
+            # not fold either, where the access lands is not known at all, not even its stage
+            # (P16); from a pointer into one stage of a declared-staged array it stays in that
+            # stage, as every pointer into a stage does (the assumption `_staged_offset` states).
+            unknown = any(not _is_int(x) for x in b.vals) and not (a.stage_elems and a.stage is not None)
+            return a.at(flat=False, coord_rank=0, inexact=a.inexact or unknown)
         if isinstance(a, Smem) and isinstance(b, Unknown):
             # A runtime offset: somewhere in the buffer, so what it names is not one known
             # element or barrier (P16; `bar_of` refuses it).
