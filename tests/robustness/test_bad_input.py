@@ -150,10 +150,10 @@ def test_an_internal_error_is_a_crash_not_inconclusive(tmp_path, capsys, monkeyp
     import cutespin.api as api_mod
     real = api_mod.lower
 
-    def broken(k):
+    def broken(k, *args, **kwargs):
         if k.qualname.startswith("K."):
             raise RuntimeError("injected bug")
-        return real(k)
+        return real(k, *args, **kwargs)
 
     monkeypatch.setattr(api_mod, "lower", broken)
     assert main(["check", "--no-fixes", "--format", "json", str(tmp_path)]) == 2
