@@ -97,14 +97,14 @@ def test_a_slot_read_after_its_release_is_still_a_race(require_spin):
 def test_a_runtime_per_lane_offset_from_a_stage_pointer_stays_in_that_stage(require_spin):
     # frost's P tile: `sP[sub_tile].base.subview(row * 128 ^ swizzle)`, the row the lane's. The
     # store stays in the slot, so reading the slot after releasing it is a definite race.
-    early = RING.replace("arr.subview(st.index * 64 + lane).store", "arr.subview(st.index * 64).subview(mA[0] + lane).store") \
+    stage_store = ("arr.subview(st.index * 64 + lane).store", "arr.subview(st.index * 64).subview(mA[0] + lane).store")
+    early = RING.replace(*stage_store) \
         .replace("        x = arr.load(st.index * 64 + lane)\n        pipe.consumer_release(WHICH)\n",
                  "        pipe.consumer_release(st)\n        x = arr.load(st.index * 64 + lane)\n")
     src = kernel_source(early)
     (k,) = api.check_source(src, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels
     assert k.verdict == "counterexample", (k.verdict, k.reason)
     assert [f.code for f in k.findings] == ["CS201"] and not k.findings[0].possible
-    ok = kernel_source(RING.replace("arr.subview(st.index * 64 + lane).store",
-                                    "arr.subview(st.index * 64).subview(mA[0] + lane).store").replace("WHICH", "st"))
+    ok = kernel_source(RING.replace(*stage_store).replace("WHICH", "st"))
     (k,) = api.check_source(ok, "k.py", Settings(verify_fixes=False), with_fixes=False).kernels
     assert k.verdict == "verified", (k.verdict, k.reason, [f.message for f in k.findings])
