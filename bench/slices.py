@@ -67,12 +67,7 @@ def rows_for(name: str, src: str, path: str, tools, budget: float, cap) -> list:
         text = whole.build().text
         w = measure(text, tools, budget)
         sliced: dict = {}
-        old = api.SLICE_STATEMENTS
-        api.SLICE_STATEMENTS = cap or max(whole.statements // 4, 1)
-        try:
-            models = list(api._models(sub, sliced))
-        finally:
-            api.SLICE_STATEMENTS = old
+        models = list(api._models(sub, sliced, cap=cap or max(whole.statements // 4, 1)))
         parts = [measure(pm.text, tools, budget) for pm in models if not isinstance(pm, str)]
         label = name if len(groups) == 1 else f"{name} [group {gi + 1}/{len(groups)}]"
         rows.append([label, num(len(whole.tracked_ids)), num(whole.statements // 1000), num(len(text) // 1000),

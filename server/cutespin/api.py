@@ -301,7 +301,7 @@ SLICE_STATEMENTS = 100_000
 
 
 def _search(k: ir.KernelModel, pm: Optional[PromelaModel], parts: Optional[list], settings: Settings, tools: Tools,
-            token: Optional[CancelToken], timings: dict, sliced: Optional[dict] = None):
+            token: Optional[CancelToken], timings: dict, sliced: dict):
     """Run the search on the whole model `pm`, or on one model per configuration group (`parts`)
     one after the other, all within the time bound; a group (or the whole kernel, the part None)
     whose model is over SLICE_STATEMENTS is checked a group of tracked regions at a time (what
@@ -311,7 +311,9 @@ def _search(k: ir.KernelModel, pm: Optional[PromelaModel], parts: Optional[list]
     start = time.monotonic()
     for group in parts or [None]:
         sub = k if group is None else ir.restrict_configs(k, group)
-        models = [pm] if pm is not None and group is None else _models(sub, sliced if sliced is not None else {})
+        # The part None without a model: the whole kernel, already found over the cap (run_kernel).
+        models = [pm] if pm is not None and group is None else \
+            _models(sub, sliced, over_cap=group is None)
         for pm in _timed(models, timings):
             if isinstance(pm, str):
                 where = f" (in the configuration {sub.configs[0].describe()})" if group is not None else ""
@@ -326,7 +328,9 @@ def _search(k: ir.KernelModel, pm: Optional[PromelaModel], parts: Optional[list]
             if run is None:
                 run = check_model(pm.text, tools, timeout=left, depth=settings.depth, memory_mb=settings.memory_mb,
                                   token=token)
-                if group is None and not sliced or run.status != "incomplete":  # a part had less than the bound
+                # A part cut short had only what the parts before it left of the time bound: not
+                # that model's own result, so not cached. The one whole model's is.
+                if run.status != "incomplete" or (group is None and not sliced):
                     CACHE.put(key, run)
                 for stage, seconds in run.timings.items():
                     timings[stage] = timings.get(stage, 0.0) + seconds
@@ -349,19 +353,22 @@ def _timed(models, timings: dict):
         yield pm
 
 
-def _models(k: ir.KernelModel, sliced: dict):
-    """The model of `k`, or when it is over SLICE_STATEMENTS one model per group of its tracked
-    regions, halving the groups until each fits (a single region's model has the size limits
-    only). Yields each PromelaModel, or the reason a model is too large (and stops). Adds the
-    tracked regions to `sliced["all"]` and each model's group to `sliced["models"]`."""
-    try:
-        yield lower(k, statement_cap=SLICE_STATEMENTS)
-        return
-    except OverStatementCap:
-        pass
-    except (ModelTooLarge, TooManyGroups, ValueOutOfRange) as e:
-        yield str(e)
-        return
+def _models(k: ir.KernelModel, sliced: dict, cap: Optional[int] = None, over_cap: bool = False):
+    """The model of `k`, or when it is over `cap` statements (SLICE_STATEMENTS by default; known
+    to be when `over_cap`) one model per group of its tracked regions, halving the groups until
+    each fits (a single region's model has the size limits only). Yields each PromelaModel, or
+    the reason a model is too large (and stops). Adds the tracked regions to `sliced["all"]` and
+    each model's group to `sliced["models"]`."""
+    cap = SLICE_STATEMENTS if cap is None else cap
+    if not over_cap:
+        try:
+            yield lower(k, statement_cap=cap)
+            return
+        except OverStatementCap:
+            pass
+        except (ModelTooLarge, TooManyGroups, ValueOutOfRange) as e:
+            yield str(e)
+            return
     weights = tracked_region_weights(k)
     heaviest = sorted(weights, key=lambda r: (-weights[r], r))
     if len(heaviest) < 2:
@@ -375,7 +382,7 @@ def _models(k: ir.KernelModel, sliced: dict):
     while todo:
         regions = todo.pop(0)
         try:
-            pm = lower(k, frozenset(regions), statement_cap=SLICE_STATEMENTS if len(regions) > 1 else None)
+            pm = lower(k, frozenset(regions), statement_cap=cap if len(regions) > 1 else None)
         except OverStatementCap:
             todo[:0] = [regions[0::2], regions[1::2]]
             continue

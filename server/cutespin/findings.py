@@ -478,16 +478,7 @@ def _accessing_ctas(k: ir.KernelModel, region: Optional[int]) -> set:
     if region is None:
         return {p.cta for p in k.processes}
     return {p.cta for p in k.processes for ops in p.variants for op in ir.walk(ops)
-            if region in _op_regions(op)}
-
-
-def _op_regions(op) -> set:
-    if isinstance(op, ir.TmaLoad):
-        return {r.index for r in op.regions()}
-    if isinstance(op, ir.TmaStore):
-        return {r.index for r in (op.region, op.dest) if r is not None}
-    r = getattr(op, "region", None)
-    return {r.index} if isinstance(r, ir.Region) else set()
+            if region in ir.regions_touched(op)}
 
 
 def _process_cta(k: ir.KernelModel, proc: str) -> Optional[int]:

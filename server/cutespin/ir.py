@@ -435,6 +435,17 @@ def walk(ops):
                 yield from walk(alt)
 
 
+def regions_touched(op) -> set:
+    """The indices of the regions an op reads or writes: every buffer a TMA load writes, a TMA
+    store's source and destination, the `region` of any other data op."""
+    if isinstance(op, TmaLoad):
+        return {r.index for r in op.regions()}
+    if isinstance(op, TmaStore):
+        return {r.index for r in (op.region, op.dest) if r is not None}
+    r = getattr(op, "region", None)
+    return {r.index} if isinstance(r, Region) else set()
+
+
 # ---------------------------------------------------------------------------------------------
 # Processes and kernels
 

@@ -51,11 +51,11 @@ OFFSETS = ("sA_0 = cute.make_tensor(sA[None, None, None, st.index].iterator + 0,
            "        sA_1 = cute.make_tensor(sA[None, None, None, st.index].iterator + {other}, cute.make_layout((64, 64)))")
 
 
-def check(views: str, between: str = ""):
+def check(views: str, between: str = "", stages: int = 2):
     body = HALVES.replace("{views}", views).replace("cute.copy(tma_atom, mA[None, k + 1]",
                                                     between + "cute.copy(tma_atom, mA[None, k + 1]")
     src = kernel_source(body, threads=64,
-                        init="self.num_stages = 2\nself.tile_bytes = 2 * 64 * 64 * 2\n")
+                        init=f"self.num_stages = {stages}\nself.tile_bytes = 2 * 64 * 64 * 2\n")
     (k,) = api.check_source(src, "k.py", SETTINGS, with_fixes=False).kernels
     return src, k
 
@@ -101,15 +101,8 @@ WHOLE_BUFFER_OFFSETS = (
     "        sA_1 = cute.make_tensor(sA.iterator + {other} * 4096, cute.make_layout((64, 64), stride=(64, 1)))")
 
 
-def check_one_stage(views: str):
-    body = HALVES.replace("{views}", views)
-    src = kernel_source(body, threads=64, init="self.num_stages = 1\nself.tile_bytes = 2 * 64 * 64 * 2\n")
-    (k,) = api.check_source(src, "k.py", SETTINGS, with_fixes=False).kernels
-    return src, k
-
-
 def test_loads_at_offsets_from_a_buffer_read_a_stage_at_a_time_are_one_load(require_spin):
-    src, k = check_one_stage(WHOLE_BUFFER_OFFSETS.format(other=1))
+    src, k = check(WHOLE_BUFFER_OFFSETS.format(other=1), stages=1)
     assert k.verdict == "verified", (k.verdict, k.reason, [f.message for f in k.findings])
     line = line_of(src, "mA[None, k], sA_0")
     assert f"TMA loads issued back to back on sA (line {line}) into different parts of it write disjoint parts " \
@@ -117,7 +110,7 @@ def test_loads_at_offsets_from_a_buffer_read_a_stage_at_a_time_are_one_load(requ
 
 
 def test_loads_at_the_same_offset_from_a_buffer_overwrite_each_other(require_spin):
-    src, k = check_one_stage(WHOLE_BUFFER_OFFSETS.format(other=0))
+    src, k = check(WHOLE_BUFFER_OFFSETS.format(other=0), stages=1)
     assert k.verdict == "counterexample", (k.verdict, k.reason)
     (f,) = k.findings
     assert f.code == "CS201" and not f.possible and f.span.line == line_of(src, "mA[None, k + 1], sA_1")

@@ -87,21 +87,20 @@ def test_a_race_on_a_region_of_a_later_slice_is_found(monkeypatch, require_spin)
     assert "(2 models searched, each over the same interleavings and tracking some of the " in note, note
 
 
-def test_slices_stop_halving_where_a_group_fits(monkeypatch):
+def test_slices_stop_halving_where_a_group_fits():
     # A cap between the control alone and the whole model: the regions go in halves, not one by one.
     k = ir.restrict_configs(_kernel("dsmem_jacobi_ok.py"), [0])
     weights = promela.tracked_region_weights(k)
     assert len(weights) >= 4
-    monkeypatch.setattr(api, "SLICE_STATEMENTS", (_statements(k, frozenset()) + _statements(k)) // 2)
     sliced: dict = {}
-    models = list(api._models(k, sliced))
+    models = list(api._models(k, sliced, cap=(_statements(k, frozenset()) + _statements(k)) // 2))
     assert len(models) == len(sliced["models"]) == 2
     first, second = sliced["models"]
     assert first | second == set(weights) == sliced["all"] and not first & second
     assert [set(r.index for r in pm.tracked) for pm in models] == [first, second]
 
 
-def test_a_model_within_the_cap_is_not_sliced(monkeypatch):
+def test_a_model_within_the_cap_is_not_sliced():
     k = _kernel("dsmem_jacobi_ok.py")
     sliced: dict = {}
     models = list(api._models(k, sliced))
@@ -109,9 +108,23 @@ def test_a_model_within_the_cap_is_not_sliced(monkeypatch):
     assert {r.index for r in models[0].tracked} == set(promela.tracked_region_weights(k))
 
 
-def test_a_single_region_over_the_cap_is_one_model_within_the_size_limits(monkeypatch):
+def test_a_single_region_over_the_cap_is_one_model_within_the_size_limits():
     k = _kernel("tma_store_ring_reuse_race.py")
-    monkeypatch.setattr(api, "SLICE_STATEMENTS", 1)
     sliced: dict = {}
-    models = list(api._models(k, sliced))
+    models = list(api._models(k, sliced, cap=1))
     assert [set(r.index for r in pm.tracked) for pm in models] == [{1}, {3}]
+
+
+def test_a_whole_model_found_over_the_cap_is_not_lowered_again(monkeypatch, require_spin):
+    # run_kernel lowers the whole kernel once (it stops at the cap), then only the slices.
+    real, whole = promela.lower, []
+
+    def lower(k, regions=None, statement_cap=None):
+        if regions is None:
+            whole.append(len(k.configs))
+        return real(k, regions, statement_cap)
+
+    monkeypatch.setattr(api, "lower", lower)
+    kr = _check("tma_store_ring_reuse_race.py", monkeypatch, cap=1)
+    assert any(SLICE_NOTE in a for a in kr.assumptions), kr.assumptions
+    assert whole == [1], whole

@@ -1288,11 +1288,6 @@ def split_stages(procs) -> None:
     _rewrite_ops(procs, expand)
 
 
-def _part(dst: Smem) -> tuple:
-    """Where a copy into a buffer starts, as far as the front end knows it (merge_tma_batches)."""
-    return dst.offset, dst.sub
-
-
 def _whole(dst: Smem) -> Smem:
     """The buffer (or stage) a copy writes part of."""
     return replace(dst, offset=0, sub=None)
@@ -1313,9 +1308,9 @@ def merge_tma_batches(procs, registry: I.Registry) -> None:
         first = batch[0]
         if not (isinstance(op, I.RawTmaLoad) and isinstance(op.dst, Smem) and isinstance(first.dst, Smem)):
             return False
-        # A part is where the copy starts: a sub-view (`subview`, a constant index) or a constant
+        # A part is where the copy starts (`Smem.sub`): a sub-view, a constant index, or a constant
         # offset (`make_tensor(buf.iterator + k * 4096, layout)`, cuDNN's paired KV tiles).
-        if op.dst.inexact or first.dst.inexact or op.dst.tmem or _part(op.dst) in {_part(b.dst) for b in batch}:
+        if op.dst.inexact or first.dst.inexact or op.dst.tmem or op.dst.sub in {b.dst.sub for b in batch}:
             return False
         same = ("bar", "mask", "pair", "mcast", "what")
         # `more` (the stages a copy into the whole buffer writes too, split_stages) names the
@@ -1334,7 +1329,7 @@ def merge_tma_batches(procs, registry: I.Registry) -> None:
             else f"line {first.span.line}"
         registry.assume(f"TMA loads issued back to back on {first.dst.label} ({where}) into different parts of it "
                         f"write disjoint parts (where each starts is known, not its extent)")
-        return replace(first, dst=first.dst.at(sub=("batch", tuple(_part(b.dst) for b in batch)), nbytes=None),
+        return replace(first, dst=first.dst.at(sub=("batch", tuple(b.dst.sub for b in batch)), nbytes=None),
                        nbytes=sum(sizes) if None not in sizes else None, copies=sum(b.copies for b in batch))
 
     def rewrite(ops: list) -> list:

@@ -1476,17 +1476,7 @@ def tracked_region_weights(k: ir.KernelModel) -> dict:
     for p in k.processes:
         for v in p.variants:
             for op in ir.walk(v):
-                for r in _accessed_regions(op):
+                for r in ir.regions_touched(op):
                     if r in weights:
                         weights[r] += 1
     return weights
-
-
-def _accessed_regions(op) -> list:
-    if isinstance(op, ir.TmaLoad):
-        return [r.index for r in op.regions()]
-    if isinstance(op, (ir.Access, ir.CpAsyncCopy, ir.AsyncRead)):
-        return [op.region.index]
-    if isinstance(op, ir.TmaStore):
-        return [r.index for r in (op.region, op.dest) if r is not None]
-    return []
