@@ -132,7 +132,7 @@ def test_access_only_branch_runs_every_side_without_a_choice(require_spin):
 
 def test_access_only_branches_keep_the_verdict_and_shrink_the_search(require_spin, monkeypatch):
     together = check(source(ACCESS_ONLY))
-    monkeypatch.setattr(promela, "_accesses_only", lambda op: False)
+    monkeypatch.setattr(promela, "_accesses_only", lambda op, **_: False)
     assert ":: true" in pml(source(ACCESS_ONLY))
     apart = check(source(ACCESS_ONLY))
     assert together.verdict == apart.verdict == "verified"
@@ -143,7 +143,7 @@ def test_a_race_on_one_side_of_an_access_only_branch_is_found(require_spin, monk
     # Without the barrier, warp 0's writes on either side race with warp 1's reads.
     racy = ACCESS_ONLY.replace("cute.arch.sync_threads()\n", "")
     together = check(source(racy))
-    monkeypatch.setattr(promela, "_accesses_only", lambda op: False)
+    monkeypatch.setattr(promela, "_accesses_only", lambda op, **_: False)
     apart = check(source(racy))
     assert together.verdict == apart.verdict == "counterexample"
     assert {f.code for f in together.findings} == {f.code for f in apart.findings} == {"CS201"}

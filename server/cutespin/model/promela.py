@@ -376,6 +376,7 @@ class Lowering:
                         self.flag_writers.setdefault(op.flag.index, set()).add(p.cta)
         self.remote_arrived = {op.bar.index for p in k.processes for v in p.variants for op in ir.walk(v)
                                if isinstance(op, ir.MbArrive) and op.bar.cta != p.cta}
+        self._plan_warpgroups()
         # TMA slots: (proc, bar, regions written, tx) in flight counters.
         self.tma_slots = {}
         for pi, p in enumerate(k.processes):
@@ -383,6 +384,33 @@ class Lowering:
                 for op in ir.walk(v):
                     if isinstance(op, ir.TmaLoad):
                         self.tma_slots.setdefault(self.tma_slot_key(pi, op), len(self.tma_slots))
+
+    def _plan_warpgroups(self):
+        """A wgmma is one operation of the whole warpgroup: it starts once its four warps have
+        issued it, and a `wait_group` that retires a group in one warp retires the other warps'
+        share of it (their operand reads included). `wg_peers[pi]`: the other processes of pi's
+        warpgroup that issue wgmma reads (a warp left out as identical to its siblings is none)."""
+        members: dict = {}
+        for pi, p in enumerate(self.k.processes):
+            if any(isinstance(op, ir.AsyncRead) and op.kind == "wgmma" for v in p.variants for op in ir.walk(v)):
+                members.setdefault((p.cta, p.warp // 4), []).append(pi)
+        self.wg_peers = {pi: [q for q in ms if q != pi] for ms in members.values() if len(ms) > 1 for pi in ms}
+
+    def wg_wait_stmts(self, pi: int, op: ir.AsyncReadWait) -> list:
+        """A `wait_group(n)` in a warp with warpgroup peers returns once the groups it retires (all
+        but the newest n of the `wgc` groups the warp committed) are done, so once every peer has
+        committed them too (or exited). The peers' reads of the regions it retires are then ordered
+        before the waiting lanes as well. A peer may have issued a later group that reads the same
+        region again; that group starts only when this warp issues it too, and this warp's own read
+        is then in flight and checked."""
+        done = f"(wgc{pi} - {op.pending})"
+        stmts = ["(" + " && ".join(f"(wgc{q} >= {done} || wgx{q})" for q in self.wg_peers[pi]) + ")"]
+        regions = sorted({c.region.index for c in op.done_reads if c.region.index in self.tracked_ids})
+        for q in self.wg_peers[pi]:
+            for r in regions:
+                for g in self.lane_groups(pi, op.lanes or 1):
+                    stmts += self.set_bits(lambda k: self.cov(g, k), r, self.R(self.ar_group[q]))
+        return stmts
 
     @staticmethod
     def tma_slot_key(pi: int, op: ir.TmaLoad) -> tuple:
@@ -856,9 +884,11 @@ class Lowering:
             self.emit(indent + (self.dstep(stmts) if stmts else "skip"),
                       info(f"issues {unit} reading {op.region.name}", "async_read", None, r))
         elif isinstance(op, ir.AsyncReadCommit):
-            self.emit(indent + "skip", info("commits the warpgroup MMA group", "async_read_commit"))
+            counted = op.kind == "wgmma" and pi in self.wg_peers
+            self.emit(indent + (self.dstep([f"wgc{pi} = wgc{pi} + 1"]) if counted else "skip"),
+                      info("commits the warpgroup MMA group", "async_read_commit"))
         elif isinstance(op, ir.AsyncReadWait):
-            stmts = []
+            stmts = self.wg_wait_stmts(pi, op) if op.kind == "wgmma" and pi in self.wg_peers else []
             ag = self.ar_group.get(pi)
             for c in op.done_reads:
                 r = c.region.index
@@ -871,7 +901,11 @@ class Lowering:
             what = (f"waits until at most {op.pending} warpgroup MMA groups are pending" if op.kind == "wgmma"
                     else "commits its tcgen05 MMAs (the arrive follows once they are done)" if op.kind == "umma"
                     else "waits for its tcgen05.ld loads (fence_view_async_tmem_load)")
-            self.emit(indent + (self.dstep(sorted(set(stmts))) if stmts else "skip"), info(what, "async_read_wait"))
+            # The peers' guard first (`dstep`: only the first statement may block); the own
+            # lanes' bits in a fixed order.
+            guard = stmts[:1] if op.kind == "wgmma" and pi in self.wg_peers else []
+            stmts = guard + sorted(set(stmts[len(guard):]))
+            self.emit(indent + (self.dstep(stmts) if stmts else "skip"), info(what, "async_read_wait"))
         elif isinstance(op, ir.Access):
             r = op.region.index
             verb = "writes" if op.write else "reads"
@@ -1078,7 +1112,7 @@ class Lowering:
         to reach it walks both sides, but they end in different states (`uc` differs), which SPIN
         stores anyway; every later warp walks the one side already chosen. Ending the sequence
         there would only add interleaving points. Access-only branches are walked as one path."""
-        if _accesses_only(op):
+        if self.accesses_only(op):
             return 1
         counts = []
         for alt in op.alternatives:
@@ -1089,6 +1123,11 @@ class Lowering:
             counts.append(n)
         total = max(counts) if op.shared is not None else sum(counts)
         return min(total, PATH_BUDGET + 1)
+
+    def accesses_only(self, op) -> bool:
+        """`_accesses_only`, except that a wgmma group commit counts the warp's groups when its
+        warpgroup has peers (`wgc`): a branch holding one is not run side after side."""
+        return _accesses_only(op, counted_commits=bool(self.wg_peers))
 
     def close_atomic(self, text: str):
         """Close the open atomic sequence; SPIN rejects an empty one."""
@@ -1101,7 +1140,7 @@ class Lowering:
         for op in _dedupe_accesses(ops):
             if isinstance(op, ir.Choice) and not self.has_effect(op):
                 continue  # both sides only touch untracked buffers: the same model either way
-            if _accesses_only(op):
+            if self.accesses_only(op):
                 self.lower_sides_together(pi, op, indent)
                 continue
             self.lower_op(pi, op, indent)
@@ -1160,7 +1199,7 @@ class Lowering:
         out = []
         flat = []
         for o in ops:  # an access-only branch lowers to its sides' accesses (`lower_sides_together`)
-            flat += _side_accesses(o) if _accesses_only(o) else [o]
+            flat += _side_accesses(o) if self.accesses_only(o) else [o]
         for op in _dedupe_accesses([o for o in flat if not (isinstance(o, ir.Access)
                                                              and o.region.index not in self.tracked_ids)]):
             if isinstance(op, ir.Choice):
@@ -1192,6 +1231,8 @@ class Lowering:
         p = self.k.processes[pi]
         c = p.cta // self.k.cluster_size
         stmts = [f"ex[{p.cta}] = ex[{p.cta}] + 1", f"kx[{c}] = kx[{c}] + 1"]
+        if pi in self.wg_peers:
+            stmts.append(f"wgx{pi} = 1")  # its peers' wait_group no longer waits for its groups
         for i, (cta, bid) in enumerate(self.named):
             if cta == p.cta and None in self.named_threads[(cta, bid)]:
                 stmts.append(self.complete_named(i, f"{self.warps_per_cta[cta] * 32} - 32 * ex[{cta}]"))
@@ -1219,6 +1260,8 @@ class Lowering:
             L(f"int fv[{len(self.flag_ids)}];", None)
         for s in range(len(self.tma_slots)):
             L(f"bit tq{s};", None)
+        for pi in sorted(self.wg_peers):
+            L(f"short wgc{pi}; bit wgx{pi};", None)
         for r0 in sorted(self.tracked_ids):
             for w, r in enumerate(self.wkeys(r0)):
                 names = [f"a_{r}"] + self.holders(r)
@@ -1397,12 +1440,15 @@ def _blocking(stmt: str) -> bool:
 _BIT_OPS = (ir.Access, ir.CpAsyncCopy, ir.AsyncRead, ir.CpAsyncCommit, ir.AsyncReadCommit)
 
 
-def _accesses_only(op) -> bool:
+def _accesses_only(op, counted_commits: bool = False) -> bool:
     """A branch that may differ between warps (not CTA-uniform) whose sides hold only accesses
-    (loads, stores, cp.async copies, asynchronous reads) and such branches."""
+    (loads, stores, cp.async copies, asynchronous reads) and such branches. With
+    `counted_commits`, a wgmma group commit is not an access (it counts groups)."""
     if not isinstance(op, ir.Choice) or op.shared is not None:
         return False
-    return all(isinstance(o, _BIT_OPS) or _accesses_only(o) for alt in op.alternatives for o in alt)
+    return all((isinstance(o, _BIT_OPS) and not (counted_commits and isinstance(o, ir.AsyncReadCommit)
+                                                 and o.kind == "wgmma"))
+               or _accesses_only(o, counted_commits) for alt in op.alternatives for o in alt)
 
 
 def _side_accesses(op: ir.Choice) -> list:

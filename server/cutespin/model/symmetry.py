@@ -127,7 +127,8 @@ def _families(k: ir.KernelModel, kept: int, uses: dict, counts: dict) -> list:
             continue
         for g in groups:
             q = k.processes[g[0]]
-            if q.cta == p.cta and q.lane_classes == p.lane_classes and q.variants == p.variants:
+            if q.cta == p.cta and _warpgroup_key(q) == _warpgroup_key(p) and q.lane_classes == p.lane_classes \
+                    and q.variants == p.variants:
                 g.append(pi)
                 break
         else:
@@ -138,6 +139,14 @@ def _families(k: ir.KernelModel, kept: int, uses: dict, counts: dict) -> list:
             ws = tuple(k.processes[pi].warp for pi in g)
             out.append(Family(k.processes[g[0]].cta, ws, ws[:kept]))
     return out
+
+
+def _warpgroup_key(p: ir.Process) -> Optional[int]:
+    """The warpgroup of a warp that issues wgmma reads, None for any other warp. A wgmma is one
+    operation of its warpgroup, whose `wait_group` orders the other members' reads too (P12), so
+    warps of different warpgroups are not the same even when their operations are."""
+    wgmma = any(isinstance(op, ir.AsyncRead) and op.kind == "wgmma" for op in _ops(p))
+    return p.warp // 4 if wgmma else None
 
 
 def _with_counts(ops: list, lowered: dict, cta: int) -> list:
