@@ -1118,7 +1118,7 @@ PURE_ARCH = {
 VIEW_METHODS = (
     "partition", "get_slice", "local_tile", "composition", "make_tensor", "group_modes",
     "flat_divide", "zipped_divide", "logical_divide", "tiled_divide", "flatten", "coalesce",
-    "recast_tensor", "filter_zeros", "domain_offset", "slice_", "thr_slice", "retile",
+    "recast_tensor", "recast_ptr", "filter_zeros", "domain_offset", "slice_", "thr_slice", "retile",
     "local_partition", "tma_partition",
 )
 
@@ -3232,6 +3232,8 @@ class KernelInterp:
         if isinstance(base, Smem):
             if attr in ("iterator", "ptr", "llvm_ptr", "data_ptr"):
                 return base
+            if attr == "memspace":
+                return ADDRESS_SPACE["tmem" if base.tmem else "smem"]
             if base.field and attr not in TENSOR_ATTRIBUTES:
                 # `storage.scheduler.tile_info_mbar`: a field of a struct nested in the storage.
                 return Smem(alloc=f"{base.alloc}.{attr}", label=f"{base.label}.{attr}", cta=base.cta, field=True)
@@ -3244,6 +3246,8 @@ class KernelInterp:
         if isinstance(base, Gmem):
             if attr in ("iterator", "llvm_ptr", "ptr"):
                 return replace(base, is_ptr=True)
+            if attr == "memspace":
+                return ADDRESS_SPACE["gmem"]
             # A kernel argument's shape / stride: the same for every thread.
             return Unknown(f"attribute {attr} of a tensor", key=_leaf("tensor", f"{base.name}+{base.offset}.{attr}"))
         if isinstance(base, tuple) and attr in ("x", "y", "z"):
@@ -3637,6 +3641,9 @@ class KernelInterp:
         op = CMPOPS.get(type(op_node))
         if op is None:
             return Unknown("comparison")
+        if op in (operator.eq, operator.ne) and _address_space(a) and _address_space(b):
+            # `t.memspace == cute.AddressSpace.smem`, whichever module re-exports the enum.
+            return op(_address_space(a), _address_space(b))
         if isinstance(a, LaneVal) or isinstance(b, LaneVal):
             warp_const = _warp_constant_vs_uniform(a, b)
             if warp_const is not None:
@@ -6664,6 +6671,15 @@ def h_copy(it: KernelInterp, args, kwargs, node):
             return None
         return emit_tma_load(it, bar, dst, kwargs.get("mcast_mask"), isinstance(atom, TmaAtom) and atom.ctas == 2, node)
     if "mbar_ptr" in kwargs:
+        if _bulk_g2s(atom, src, dst):
+            # `CopyBulkG2SOp` (cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes):
+            # a bulk load from global memory that completes its bytes on the barrier, as a TMA load
+            # does (quack's and cuDNN's `cpasync_bulk_get_copy_fn` load LSE rows this way).
+            bar = kwargs.get("mbar_ptr")
+            if not isinstance(bar, Smem) or bar.inexact:
+                it.unmodeled(node, "bulk copy", "the transaction barrier could not be resolved")
+                return None
+            return emit_tma_load(it, bar, dst, kwargs.get("mcast_mask"), False, node)
         it.unmodeled(node, "cute.copy(mbar_ptr=...)", "asynchronous DSMEM copies are not modeled")
         return None
     it.read_registers(src, node)
@@ -6686,6 +6702,21 @@ def h_copy(it: KernelInterp, args, kwargs, node):
 
 def h_cpasync_op(it, args, kwargs, node):
     return CopyKind("cpasync")
+
+
+def h_bulk_g2s_op(it, args, kwargs, node):
+    """`cpasync.CopyBulkG2SOp()` / `CopyBulkG2SMulticastOp()`: a non-tensor bulk load."""
+    return CopyKind("bulk_g2s")
+
+
+def _bulk_g2s(atom, src, dst) -> bool:
+    """Whether `cute.copy(atom, src, dst, mbar_ptr=...)` is a bulk load from global into this CTA's
+    shared memory: its atom says so, or (an atom passed in from elsewhere) its operands do. A copy
+    from shared memory (`CopyBulkS2SOp` into a peer CTA) or from registers (`CopyDsmemStoreOp`) is
+    a DSMEM copy."""
+    if isinstance(atom, CopyKind):
+        return atom.kind == "bulk_g2s"
+    return isinstance(src, Gmem) and isinstance(dst, Smem) and not dst.tmem and not dst.remote
 
 
 def h_make_copy_atom(it, args, kwargs, node):
@@ -7822,7 +7853,18 @@ def h_if_generate(it, args, kwargs, node):
 
 
 TENSOR_VALUES = (Smem, Gmem, Rmem)
-TENSOR_CLASSES = {"cutlass.cute.Tensor", "cutlass.cute.typing.Tensor"}
+TENSOR_CLASSES = {"cute.Tensor", "cute.typing.Tensor"}  # as `canonical` names them
+POINTER_CLASSES = {"cute.Pointer", "cute.typing.Pointer"}
+ADDRESS_SPACE = {space: ModuleRef(f"cutlass.cute.AddressSpace.{space}") for space in ("smem", "tmem", "gmem")}
+
+
+def _address_space(v) -> Optional[str]:
+    """`smem` for `cute.AddressSpace.smem` (or `cutlass.AddressSpace.smem`, ...), else None."""
+    if isinstance(v, ModuleRef):
+        module, _, last = v.qualname.rpartition(".")
+        if module.endswith("AddressSpace"):
+            return last
+    return None
 PLAIN_VALUES = (int, float, bool, tuple, str, DType)
 
 
@@ -7854,6 +7896,12 @@ def h_isinstance(it, args, kwargs, node):
         if isinstance(v, (DType, ClassRef)) or isinstance(v, ModuleRef) and _is_numeric_type(v.qualname):
             return True
         return False if isinstance(v, TENSOR_VALUES + PLAIN_VALUES) else Unknown("isinstance")
+    if canonical(name) in POINTER_CLASSES:
+        # `isinstance(t.iterator, cute.Pointer)` (cuDNN's `tma_get_copy_fn` tells the shared-memory
+        # side of a copy this way): a buffer's or global tensor's address is a pointer.
+        if isinstance(v, Smem) or isinstance(v, Gmem) and v.is_ptr:
+            return True
+        return False if isinstance(v, PLAIN_VALUES + (ClassRef,)) else Unknown("isinstance")
     if canonical(name) in TENSOR_CLASSES:
         if isinstance(v, TENSOR_VALUES):
             return True
@@ -7950,7 +7998,8 @@ CALLS: dict = {
     "arch.atomic_fmin": _h_atomic("fmin"), "arch.red": h_red, "arch.load": h_load, "arch.store": h_store,
     "arch.cp_async_bulk_commit_group": h_bulk_commit, "arch.cp_async_bulk_wait_group": h_bulk_wait,
     "arch.cp_async_commit_group": h_cp_async_commit, "arch.cp_async_wait_group": h_cp_async_wait,
-    "cute.nvgpu.cpasync.CopyG2SOp": h_cpasync_op, "cute.make_copy_atom": h_make_copy_atom,
+    "cute.nvgpu.cpasync.CopyG2SOp": h_cpasync_op, "cute.nvgpu.cpasync.CopyBulkG2SOp": h_bulk_g2s_op,
+    "cute.nvgpu.cpasync.CopyBulkG2SMulticastOp": h_bulk_g2s_op, "cute.make_copy_atom": h_make_copy_atom,
     "cute.make_tiled_copy": h_make_copy_atom, "cute.make_tiled_copy_tv": h_make_copy_atom,
     "cute.make_tiled_copy_A": h_make_tiled_copy_rows, "cute.make_tiled_copy_B": h_make_copy_atom,
     "cute.make_tiled_copy_C": h_make_tiled_copy_rows, "cute.make_tiled_copy_S": h_make_copy_atom,
