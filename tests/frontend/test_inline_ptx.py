@@ -515,3 +515,72 @@ def test_a_mnemonic_chosen_at_compile_time_among_register_only_ones_is_modeled_a
     m = build(CHOSEN_CVT.replace("OTHER", '"mbarrier.arrive.shared::cta.b64 _, [$2]; cvt.rn.satfinite.e4m3x2.f32"'))
     assert [u.why for u in m.unmodeled] == ["an instruction whose mnemonic does not fold (`\x00 bf_lo, 0f00000000, $1`)"], \
         m.unmodeled
+
+
+MMA_PTX = """\
+smem = cutlass.utils.SmemAllocator()
+sA = smem.allocate_tensor(cutlass.Float16, cute.make_layout((64, 16, 2)), byte_alignment=128)
+sB = smem.allocate_tensor(cutlass.Float16, cute.make_layout((64, 16, 2)), byte_alignment=128)
+a_lo = cutlass.Int32(0x00100010 | ((sA[None, None, 1].iterator.toint() & 0x3FFFF) >> 4))
+b_lo = cutlass.Int32(0x00100010 | ((B_ADDRESS & 0x3FFFF) >> 4))
+llvm.inline_asm(None, [cute.arch.make_warp_uniform(a_lo).ir_value(), b_lo.ir_value(), cutlass.Int32(0).ir_value()],
+                "{ .reg .pred leader; .reg .b32 acc, a_lo; .reg .b64 da, db;\\n"
+                "elect.sync _|leader, -1;\\n mov.b32 acc, $2;\\n mov.b32 a_lo, $0;\\n"
+                "mov.b64 da, {a_lo, 0x40004000};\\n mov.b64 db, {$1, 0x40004000};\\n"
+                "@leader tcgen05.mma.cta_group::1.kind::f16 [acc], da, db, 0x08200490, 1;\\n"
+                "add.u32 a_lo, a_lo, 0x2;\\n mov.b64 da, {a_lo, 0x40004000};\\n"
+                "@leader tcgen05.mma.cta_group::1.kind::f16 [acc], da, db, 0x08200490, 1; }",
+                "r,r,r", has_side_effects=True)
+"""
+
+
+def test_an_elected_tcgen05_mma_on_descriptors_reads_the_buffers_they_were_computed_from():
+    # The `gemm_ptx` helpers' form: descriptor start fields from the operands' addresses, carried
+    # through registers (`mov`, `add` of a K-block step), one MMA per K block by the elected lane.
+    m = build_llvm(MMA_PTX.replace("B_ADDRESS", "sB[None, None, 0].iterator.toint()"))
+    assert not m.unmodeled, m.unmodeled
+    o = ops(m)
+    reads = [(x.kind, x.region.name, x.lanes) for x in o if isinstance(x, ir.AsyncRead)]
+    assert reads == [("umma", "sA[stage 1] (CTA 0)", 1), ("umma", "sB[stage 0] (CTA 0)", 1)] * 2
+    # The accumulator address is a plain number here: the whole allocation, stated.
+    writes = [(x.region.space, x.exact) for x in o if isinstance(x, ir.Access) and x.write]
+    assert writes == [("tmem", False)] * 2
+    assert any(a.startswith("TMEM: an inline-PTX tcgen05.mma") for a in m.assumptions), m.assumptions
+
+
+def test_a_tcgen05_mma_whose_descriptor_is_no_buffer_address_is_unmodeled():
+    m = build_llvm(MMA_PTX.replace("B_ADDRESS", "mA.shape[0]"))
+    assert {u.why for u in m.unmodeled} == {"`tcgen05.mma` whose shared-memory descriptor could not be resolved to "
+                                            "a buffer"}
+
+
+def test_a_tcgen05_mma_under_another_predicate_stays_unmodeled():
+    m = build_llvm(MMA_PTX.replace("B_ADDRESS", "sB[None, None, 0].iterator.toint()")
+                   .replace("elect.sync _|leader, -1;", "setp.ne.b32 leader, $2, 0;"))
+    assert {u.why for u in m.unmodeled} == {"`tcgen05.mma.cta_group::1.kind::f16` under a predicate"}
+
+
+def test_the_a_operand_source_of_a_trivial_tiled_mma_folds():
+    # The helpers pick the instruction form with `op.a_src == OperandSource.TMEM`;
+    # `make_trivial_tiled_mma` takes A from shared memory unless told otherwise.
+    src = """\
+mma = utils.blackwell_helpers.make_trivial_tiled_mma(cutlass.Float16, cutlass.Float16, tcgen05.OperandMajorMode.K,
+                                                     tcgen05.OperandMajorMode.K, cutlass.Float32,
+                                                     tcgen05.CtaGroup.ONE, (128, 128){extra})
+smem = cutlass.utils.SmemAllocator()
+flag = smem.allocate_tensor(cutlass.Int32, cute.make_layout(4))
+if cutlass.const_expr(mma.op.a_src == tcgen05.OperandSource.TMEM):
+    flag[0] = 1
+else:
+    flag[1] = 1
+cute.arch.sync_threads()
+"""
+    head = "import cutlass.utils as utils\nfrom cutlass.cute.nvgpu import tcgen05\n"
+
+    def written(extra):
+        text = kernel_source(src.format(extra=extra)).replace("import cutlass\n", "import cutlass\n" + head, 1)
+        m = build_models(text, "k.py", Settings())[0]
+        return {x.region.name for x in ops(m) if isinstance(x, ir.Access) and x.write}
+
+    assert written("") == {"flag[1] (CTA 0)"}
+    assert written(", a_source=tcgen05.OperandSource.TMEM") == {"flag[0] (CTA 0)"}

@@ -33,7 +33,8 @@ from .values import _flatten as _flat
 from .values import (
     DTYPE_BITS, FULL_MASK, Allocator, ClassRef, CopyKind, DType, ElectCtx, FlagRead, FuncRef, Gmem, LambdaRef,
     LaneVal, Layout, LibraryCreate, ModuleGlobals, ModuleRef, NamedBarrierObj, PartialRef, PartialText, Record, Rmem, SelfObj, Smem, Storage,
-    SuperRef, TensorMapManagerObj, TmaAtom, TmaInfo, TmemAllocatorObj, CtaGroupOp, TryWaitResult, Unknown, UnresolvedSyncObject, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET,
+    SmemDescriptor, SuperRef, TensorMapManagerObj, TmaAtom, TmaInfo, TmemAllocatorObj, CtaGroupOp, TryWaitResult,
+    Unknown, UnresolvedSyncObject, TMEM_ALL_STAGES, TMEM_UNKNOWN_OFFSET,
     TEXT_HOLE, WarpMmaOp, WarpRowCopy, WarpRowTiling,
 )
 
@@ -3265,6 +3266,10 @@ class KernelInterp:
             return Unknown(f"shared-memory layout of {base[0].name}", key=_leaf("host", f"{base[0].name}.smem_layout"))
         if isinstance(base, CtaGroupOp) and attr == "thr_id":
             return Layout(base.ctas)  # the MMA's CTA layout: (2) for a 2-CTA pair
+        if isinstance(base, CtaGroupOp) and attr == "op":
+            return base  # a tiled MMA's op: what is known of one is known of the other
+        if isinstance(base, CtaGroupOp) and attr == "a_src" and base.a_src is not None:
+            return ModuleRef(f"cutlass.cute.nvgpu.tcgen05.OperandSource.{base.a_src}")
         if isinstance(base, Unknown):
             if is_stage_count_name(attr):
                 # `self.config.smem_stages`: a stage count of a host object, defaulted like the
@@ -3477,6 +3482,9 @@ class KernelInterp:
             return _int_binop(op, a, b)  # most calls: lanes of lane values, loop arithmetic
         if ta is Unknown and (tb is int or tb is Unknown) or ta is int and tb is Unknown:
             return _unknown_binop(op, a, b)  # none of the buffer, pointer or lane cases below applies
+        descriptor = _descriptor_binop(op, a, b)
+        if descriptor is not None:
+            return descriptor
         if (isinstance(a, Smem) and a.tmem) != (isinstance(b, Smem) and b.tmem) and op in TMEM_ADDRESS_OPS:
             address = _tmem_address_op(op, a, b)
             if address is not NotImplemented:
@@ -3641,9 +3649,11 @@ class KernelInterp:
         op = CMPOPS.get(type(op_node))
         if op is None:
             return Unknown("comparison")
-        if op in (operator.eq, operator.ne) and _address_space(a) and _address_space(b):
-            # `t.memspace == cute.AddressSpace.smem`, whichever module re-exports the enum.
-            return op(_address_space(a), _address_space(b))
+        if op in (operator.eq, operator.ne) and _dsl_enum_value(a) and _dsl_enum_value(b) \
+                and _dsl_enum_value(a)[0] == _dsl_enum_value(b)[0]:
+            # `t.memspace == cute.AddressSpace.smem`, `op.a_src == OperandSource.TMEM`: one enum
+            # of the DSL, whichever module re-exports it.
+            return op(_dsl_enum_value(a), _dsl_enum_value(b))
         if isinstance(a, LaneVal) or isinstance(b, LaneVal):
             warp_const = _warp_constant_vs_uniform(a, b)
             if warp_const is not None:
@@ -4021,6 +4031,8 @@ class KernelInterp:
             return self.per_side(base.alts, lambda h: P.handle_method(self, h, meth, node), node)
         if isinstance(base, Allocator):
             return self.alloc_method(base, meth, args, kwargs, node)
+        if isinstance(base, SmemDescriptor):
+            return base if meth in ("toint", "ir_value", "value") else Unknown(f"{meth} of a descriptor")
         if isinstance(base, Smem) and base.tmem:
             if meth in ("load", "store", "fill"):
                 self.unmodeled(node, f"TMEM tensor .{meth}()", "TMEM is accessed through cute.copy (tcgen05.ld/st) only")
@@ -6066,8 +6078,8 @@ def text_method(base, meth: str, args: list, kwargs: dict):
 
 
 def ptx_instructions(text: str) -> list:
-    """(mnemonic, instruction text, whether a predicate guards it) for each instruction of a PTX
-    snippet; register declarations, labels and braces are skipped."""
+    """(mnemonic, instruction text, the predicate that guards it or False) for each instruction of
+    a PTX snippet; register declarations, labels and braces are skipped."""
     text = re.sub(r"//[^\n]*", "", text)
     out = []
     for raw in re.split(r"[;\n]", text):
@@ -6075,7 +6087,8 @@ def ptx_instructions(text: str) -> list:
         if not ins or ins.startswith(".") or re.fullmatch(r"[\w$]+:", ins):
             continue
         ins = re.sub(r"^[A-Za-z_$][\w$]*:\s*", "", ins)  # a label before the instruction (`W: mbarrier...`)
-        guarded = re.match(r"^@!?[%\w]+\s+", ins) is not None
+        guard = re.match(r"^@(!?[%\w]+)\s+", ins)
+        guarded = guard.group(1) if guard else False  # the predicate (`!p` negated), else False
         ins = re.sub(r"^@!?[%\w]+\s+", "", ins)
         mnemonic = ins.split()[0] if ins.split() else ""
         out.append((mnemonic, ins, guarded))
@@ -6168,10 +6181,21 @@ def run_ptx(it, text: str, instructions: list, ins: list, n_out: int, plain: boo
     branches_compute_only = all(m.split(".")[0] == "bra" or _register_only_instruction(m, t)
                                 for m, t, _ in instructions)
     regs: dict = {}
+    # Predicates `elect.sync _|p, -1` sets: true in one lane (the MMA helpers' `@p tcgen05.mma`).
+    elected = {_elect_predicate(t) for m, t, g in instructions if m == "elect.sync" and not g} - {None}
     for mnemonic, ins_text, guarded in instructions:
+        elect_guarded = guarded in elected and not snippet_guarded
         guarded = guarded or snippet_guarded
         head = mnemonic.split(".")[0]
         ins_text, ins_here = _with_registers(ins_text, regs, ins, n_out)
+        if mnemonic == "elect.sync" and _elect_predicate(ins_text) in elected:
+            continue  # only sets the predicate
+        if not guarded and _descriptor_move(ins_text, head, regs, ins_here, n_out, plain):
+            continue
+        if head == "tcgen05" and mnemonic.split(".")[1:2] in (["mma"], ["mma" + PTX_PLACEHOLDER]) \
+                and (not guarded or elect_guarded):
+            ptx_tcgen05_mma(it, ins_text, ins_here, n_out, plain, elect_guarded, node)
+            continue
         if head == "mapa" and not guarded:
             ops = ptx_operands(ins_text)
             if len(ops) == 3:
@@ -6265,6 +6289,82 @@ def run_ptx(it, text: str, instructions: list, ins: list, n_out: int, plain: boo
 
 
 PTX_ATOMIC_OPS = ("add", "exch", "inc", "dec", "min", "max", "and", "or", "xor", "cas")
+
+
+def _elect_predicate(ins_text: str) -> Optional[str]:
+    """`p` of `elect.sync _|p, -1` (or `elect.sync %r|p, membermask`), else None."""
+    m = re.match(r"elect\.sync\s+[%\w]+\s*\|\s*([%\w]+)\s*,", ins_text)
+    return m.group(1) if m else None
+
+
+DESCRIPTOR_MOVES = ("mov", "add", "or", "and", "shl", "shr", "cvt")
+
+
+def _descriptor_move(ins_text: str, head: str, regs: dict, ins: list, n_out: int, plain: bool) -> bool:
+    """`mov.b32 r, $0` / `mov.b64 d, {r, hi}` / `add.u32 r2, r, 0x40` where a source is a matrix
+    descriptor (or any value `mov`ed from an operand, such as the TMEM address `tmem_acc`): the
+    register holds that value for the instructions after it (`_with_registers`). True when the
+    instruction was such a move."""
+    if head not in DESCRIPTOR_MOVES:
+        return False
+    ops = ptx_operands(ins_text)
+    if len(ops) < 2 or not re.fullmatch(r"[%A-Za-z_][\w]*", ops[0]):
+        return False
+    sources = []
+    for tok in ops[1:]:
+        parts = tok.strip("{}").split(",") if tok.startswith("{") else [tok]
+        sources += [ptx_operand_value(x, ins, n_out, plain) for x in parts]
+    found = next((v for v in sources if isinstance(v, SmemDescriptor)), None)
+    if found is None and head == "mov" and len(ops) == 2 and re.fullmatch(r"\$\d+", ops[1].strip()):
+        found = sources[0] if sources and sources[0] is not None else None
+    if found is None:
+        return False
+    regs[ops[0]] = found
+    return True
+
+
+PTX_TMEM_MMA_INEXACT = ("TMEM: an inline-PTX tcgen05.mma whose accumulator or A address is not the retrieved TMEM "
+                        "pointer is taken to access the whole allocation (inexact)")
+
+
+def ptx_tcgen05_mma(it, ins_text: str, ins: list, n_out: int, plain: bool, elected: bool, node):
+    """`[@p] tcgen05.mma[.ws].cta_group::1.kind::K [d], a, b, idesc, ...` with `p` from
+    `elect.sync` (the `gemm_ptx` helpers): the MMA `cute.gemm` issues, by the elected lane. The SMEM
+    operands are the buffers their descriptors were computed from (`SmemDescriptor`), read until
+    the lane's tcgen05.commit; an A operand in TMEM (`[tmem_a]`) is read and the accumulator `[d]`
+    written at issue (TMEM_MMA), in the buffer the address names, else the whole allocation."""
+    ops = ptx_operands(ins_text)
+    if len(ops) < 3:
+        it.unmodeled(node, "cute.arch.inline_ptx", "`tcgen05.mma` with operands not read")
+        return
+    lanes = _lowest(it.mask) if elected else it.mask
+    smem = []
+    for tok in ops[1:3]:
+        if tok.startswith("["):
+            continue  # A in TMEM
+        v = ptx_operand_value(tok, ins, n_out, plain)
+        if not isinstance(v, SmemDescriptor):
+            it.unmodeled(node, "cute.arch.inline_ptx", "`tcgen05.mma` whose shared-memory descriptor could not be "
+                                                     "resolved to a buffer")
+            return
+        smem.append(v.buf)
+    span = it.span(node)
+    it.registry.assume(TMEM_MMA)
+    for buf in smem:
+        it.emit(RawAsyncRead(span, buf, lanes, "umma"))
+    if ops[1].startswith("["):
+        it.emit(RawAccess(span, _ptx_tmem(it, ops[1], ins, n_out, plain), False, lanes, False, True))
+    acc = _ptx_tmem(it, ops[0], ins, n_out, plain)
+    it.emit(RawAccess(span, acc, True, lanes, False, not acc.inexact))
+
+
+def _ptx_tmem(it, tok: str, ins: list, n_out: int, plain: bool) -> Smem:
+    """The TMEM buffer an address operand names, else the whole allocation (inexact)."""
+    v = ptx_operand_value(tok, ins, n_out, plain)
+    if isinstance(v, Smem) and v.tmem:
+        return v
+    it.registry.assume(PTX_TMEM_MMA_INEXACT)
+    return _tmem_buffer(it).at(inexact=True)
 
 
 def _ptx_atomic_qualifiers(parts: list):
@@ -7781,9 +7881,18 @@ def _op_ctas(op) -> int:
 
 
 def h_mma_op(it, args, kwargs, node):
-    """`tcgen05.Mma*Op(..., cta_group, ...)` and `make_trivial_tiled_mma(..., cta_group, ...)`."""
-    n = _cta_group(list(args) + list(kwargs.values()))
-    return CtaGroupOp("tcgen05 MMA", ctas=n) if n is not None else Unknown("MMA op")
+    """`tcgen05.Mma*Op(..., cta_group, ...)` and `make_trivial_tiled_mma(..., cta_group, ...)`: its
+    CTA group, and where A comes from (an `OperandSource` argument; `make_trivial_tiled_mma`
+    defaults to SMEM)."""
+    vals = list(args) + list(kwargs.values())
+    n = _cta_group(vals)
+    if n is None:
+        return Unknown("MMA op")
+    sources = [v.qualname.rsplit(".", 1)[-1] for v in vals
+               if isinstance(v, ModuleRef) and ".OperandSource." in v.qualname]
+    trivial = it.callee_name(node.func).endswith("trivial_tiled_mma") if isinstance(node, cst.Call) else False
+    a_src = sources[0] if len(sources) == 1 else "SMEM" if not sources and trivial and len(args) < 8 else None
+    return CtaGroupOp("tcgen05 MMA", ctas=n, a_src=a_src)
 
 
 def h_make_tiled_mma(it, args, kwargs, node):
@@ -7792,7 +7901,7 @@ def h_make_tiled_mma(it, args, kwargs, node):
         atoms = args[1] if len(args) > 1 else kwargs.get("atom_layout_mnk")
         tiling = _warp_row_tiling(op, atoms, kwargs.get("permutation_mnk", args[2] if len(args) > 2 else None))
         return tiling if tiling is not None else Unknown("tiled MMA")
-    return CtaGroupOp("tiled MMA", ctas=op.ctas) if isinstance(op, CtaGroupOp) else Unknown("tiled MMA")
+    return CtaGroupOp("tiled MMA", ctas=op.ctas, a_src=op.a_src) if isinstance(op, CtaGroupOp) else Unknown("tiled MMA")
 
 
 def h_tma_load_op(it, args, kwargs, node):
@@ -7858,12 +7967,17 @@ POINTER_CLASSES = {"cute.Pointer", "cute.typing.Pointer"}
 ADDRESS_SPACE = {space: ModuleRef(f"cutlass.cute.AddressSpace.{space}") for space in ("smem", "tmem", "gmem")}
 
 
-def _address_space(v) -> Optional[str]:
-    """`smem` for `cute.AddressSpace.smem` (or `cutlass.AddressSpace.smem`, ...), else None."""
+DSL_ENUMS = ("AddressSpace", "OperandSource")
+
+
+def _dsl_enum_value(v) -> Optional[tuple]:
+    """("AddressSpace", "smem") for `cute.AddressSpace.smem` (or `cutlass.AddressSpace.smem`, ...),
+    ("OperandSource", "TMEM") for `tcgen05.OperandSource.TMEM`; None for anything else."""
     if isinstance(v, ModuleRef):
         module, _, last = v.qualname.rpartition(".")
-        if module.endswith("AddressSpace"):
-            return last
+        enum = module.rpartition(".")[2]
+        if enum in DSL_ENUMS:
+            return enum, last
     return None
 PLAIN_VALUES = (int, float, bool, tuple, str, DType)
 
@@ -8853,6 +8967,24 @@ def _number_term(op, ka, kb):
 
 TMEM_ADDRESS_OPS = (operator.and_, operator.or_, operator.rshift, operator.add)
 TMEM_LANE_SHIFT = 16  # a TMEM address is (lane << 16) | column
+
+
+DESCRIPTOR_BIT_OPS = (operator.and_, operator.or_, operator.xor, operator.rshift, operator.lshift)
+
+
+def _descriptor_binop(op, a, b) -> Optional[SmemDescriptor]:
+    """Bit arithmetic on a shared-memory buffer's address (`toint() & 0x3FFFF >> 4`) is a matrix
+    descriptor of that buffer, and any arithmetic on a descriptor with a number (`| base_lo`, the
+    k-block offsets the MMA loop adds) stays one: the MMA it feeds reads that buffer. Adding a
+    number to the address itself is pointer arithmetic, not this."""
+    number = (int, Unknown)
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, SmemDescriptor) and isinstance(y, number) and not isinstance(y, bool):
+            return x
+        if isinstance(x, Smem) and not x.tmem and op in DESCRIPTOR_BIT_OPS and isinstance(y, number) \
+                and not isinstance(y, LaneVal):
+            return SmemDescriptor("matrix descriptor", buf=x)
+    return None
 
 
 def _tmem_address_op(op, a, b):

@@ -58,6 +58,9 @@ class CtaGroupOp(Unknown):
     otherwise. Everything else about it stays opaque, as for any Unknown."""
 
     ctas: int = 1
+    # Where the MMA's A operand comes from ("SMEM" / "TMEM"), when its op says so (`a_source=`, or
+    # `make_trivial_tiled_mma`'s default): the `gemm_ptx` helpers branch on `op.a_src`.
+    a_src: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -235,6 +238,16 @@ class TmaAtom:
 class TmaInfo(tuple):
     """`make_tiled_tma_atom_A/B(...)`: a `cpasync.TmaInfo`, which unpacks as (atom, tma_tensor) and
     has `.atom` and `.tma_tensor`."""
+
+
+@dataclass(frozen=True)
+class SmemDescriptor(Unknown):
+    """An integer computed from a shared-memory buffer's address by bit arithmetic: the start
+    field of a tcgen05 / wgmma SMEM matrix descriptor (`(ptr.toint() & 0x3FFFF) >> 4 | base`, the
+    `gemm_ptx` helpers of flash-attn, quack and cuDNN). Inline PTX that issues an MMA on it reads
+    `buf`; anywhere else it is a number the interpreter does not know, as any Unknown."""
+
+    buf: Any = None  # the Smem
 
 
 @dataclass(frozen=True)
