@@ -426,13 +426,14 @@ def classify_frontend(text: str, settings) -> list:
 
 
 # Every word the lowering may write (`model/promela.py` generates all names: `mb_p`, `c3_1`,
-# `br0_2`, `a_4p1w1` (partition 1, bit word 1), `P0`, ...). A user identifier reaching the model shows up as a word outside this set;
+# `br0_2`, `a_4p1w1` (partition 1, bit word 1), `P0`, `wgc4` (warp 4's wgmma groups), ...).
+# A user identifier reaching the model shows up as a word outside this set;
 # e.g. `end_x` would become an end label and hide a deadlock, `accept_y` / `progress_z` would
 # change what SPIN checks.
 PROMELA_KEYWORDS = {"active", "proctype", "init", "run", "int", "byte", "bit", "bool", "atomic", "d_step", "if",
-                    "fi", "do", "od", "else", "skip", "break", "assert", "true", "false", "unsigned"}
+                    "fi", "do", "od", "else", "skip", "break", "assert", "true", "false", "unsigned", "short"}
 GENERATED_NAME = re.compile(
-    r"^(?:mb_p|mb_t|mb_ph|mb_in|mb_e|ex|dead|kn|kg|kx|nn|ng|fv|cfg|uc|ue|sg|cg|Tma|end_tma|P\d+|tq\d+|"
+    r"^(?:mb_p|mb_t|mb_ph|mb_in|mb_e|ex|dead|kn|kg|kx|nn|ng|fv|cfg|uc|ue|sg|cg|Tma|end_tma|P\d+|tq\d+|wgc\d+|wgx\d+|"
     r"(?:[atu]_|c\d+_|an_|ar_|ap\d+_|(?:br|bd|na|nd|ka|kd|fr)\d+_)\d+(?:p\d+)?(?:w\d+)?)$")
 HEADER_COMMENT = "/* cutespin model: generated, position-free */"
 
