@@ -584,3 +584,30 @@ cute.arch.sync_threads()
 
     assert written("") == {"flag[1] (CTA 0)"}
     assert written(", a_source=tcgen05.OperandSource.TMEM") == {"flag[0] (CTA 0)"}
+
+
+def test_a_register_rewritten_after_a_move_no_longer_names_the_buffer():
+    # `mov` keeps a buffer's address in the register; the `add` of an unknown offset after it
+    # changes what it holds, so the store through it is not taken to hit the buffer's start.
+    m = build_llvm("""\
+smem = cutlass.utils.SmemAllocator()
+sBuf = smem.allocate_tensor(cutlass.Int32, cute.make_layout(64))
+llvm.inline_asm(None, [sBuf.iterator.llvm_ptr, mA.shape[0], cutlass.Int32(1).ir_value()],
+                "{ .reg .b32 r;\\n mov.b32 r, $0;\\n add.u32 r, r, $1;\\n st.shared.b32 [r], $2; }", "r,r,r",
+                has_side_effects=True)
+cute.arch.sync_threads()
+""")
+    assert not [x for x in ops(m) if isinstance(x, ir.Access) and x.write]
+    assert [u.why for u in m.unmodeled] == ["`st.shared.b32` not modeled"]
+
+
+def test_a_two_cta_inline_mma_stays_unmodeled_and_tmem_scale_operands_are_read():
+    two_cta = build_llvm(MMA_PTX.replace("B_ADDRESS", "sB[None, None, 0].iterator.toint()")
+                         .replace("cta_group::1", "cta_group::2"))
+    assert {u.why for u in two_cta.unmodeled} == {"`tcgen05.mma.cta_group::2.kind::f16` not modeled"}
+    scaled = build_llvm(MMA_PTX.replace("B_ADDRESS", "sB[None, None, 0].iterator.toint()")
+                        .replace("kind::f16 [acc], da, db, 0x08200490, 1",
+                                 "kind::mxf8f6f4.block_scale [acc], da, db, 0x08200490, [acc], [acc], 1"))
+    assert not scaled.unmodeled, scaled.unmodeled
+    tmem_reads = [x for x in ops(scaled) if isinstance(x, ir.Access) and not x.write and x.region.space == "tmem"]
+    assert len(tmem_reads) == 4  # two scale-factor operands for each of the two MMAs

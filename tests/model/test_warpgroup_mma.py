@@ -86,3 +86,19 @@ if warp_idx == 0:
 cute.nvgpu.warpgroup.wait_group(0)
 """)
     assert kr.verdict == "verified", (kr.reason, [f.message for f in kr.findings])
+
+
+def test_a_wait_does_not_order_a_peers_read_of_a_later_group(require_spin):
+    # Warps 1-3 read sA again in a second group that warp 0 never waits for (on the GPU a
+    # warpgroup out of step): warp 0's wait retires the first group only, so its rewrite races
+    # with their second read.
+    src, kr = _check("""\
+if warp_idx != 0:
+    cute.gemm(mma, acc, tCrA[(None, None, 0)], tCrA[(None, None, 0)], acc)
+    cute.nvgpu.warpgroup.commit_group()
+cute.nvgpu.warpgroup.wait_group(warp_idx != 0)
+if warp_idx == 0:
+    sA[tidx] = cutlass.Float16(2.0)
+""")
+    assert kr.verdict == "counterexample"
+    assert [(f.code, f.span.line) for f in kr.findings] == [("CS201", line_of(src, "Float16(2.0)"))]

@@ -433,7 +433,8 @@ def classify_frontend(text: str, settings) -> list:
 PROMELA_KEYWORDS = {"active", "proctype", "init", "run", "int", "byte", "bit", "bool", "atomic", "d_step", "if",
                     "fi", "do", "od", "else", "skip", "break", "assert", "true", "false", "unsigned", "short"}
 GENERATED_NAME = re.compile(
-    r"^(?:mb_p|mb_t|mb_ph|mb_in|mb_e|ex|dead|kn|kg|kx|nn|ng|fv|cfg|uc|ue|sg|cg|Tma|end_tma|P\d+|tq\d+|wgc\d+|wgx\d+|"
+    r"^(?:mb_p|mb_t|mb_ph|mb_in|mb_e|ex|dead|kn|kg|kx|nn|ng|fv|cfg|uc|ue|sg|cg|Tma|end_tma|P\d+|tq\d+|"
+    r"wgc\d+|wgx\d+|lr\d+_\d+|"
     r"(?:[atu]_|c\d+_|an_|ar_|ap\d+_|(?:br|bd|na|nd|ka|kd|fr)\d+_)\d+(?:p\d+)?(?:w\d+)?)$")
 HEADER_COMMENT = "/* cutespin model: generated, position-free */"
 

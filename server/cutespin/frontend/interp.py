@@ -6187,20 +6187,23 @@ def run_ptx(it, text: str, instructions: list, ins: list, n_out: int, plain: boo
         elect_guarded = guarded in elected and not snippet_guarded
         guarded = guarded or snippet_guarded
         head = mnemonic.split(".")[0]
+        dest = _written_register(ins_text)
         ins_text, ins_here = _with_registers(ins_text, regs, ins, n_out)
+        # Whatever the instruction writes into a register the snippet tracked, it no longer holds
+        # that value (unless a move below sets it again).
+        regs.pop(dest, None)
         if mnemonic == "elect.sync" and _elect_predicate(ins_text) in elected:
             continue  # only sets the predicate
-        if not guarded and _descriptor_move(ins_text, head, regs, ins_here, n_out, plain):
+        if not guarded and dest is not None and _descriptor_move(dest, ins_text, head, regs, ins_here, n_out, plain):
             continue
-        if head == "tcgen05" and mnemonic.split(".")[1:2] in (["mma"], ["mma" + PTX_PLACEHOLDER]) \
-                and (not guarded or elect_guarded):
-            ptx_tcgen05_mma(it, ins_text, ins_here, n_out, plain, elect_guarded, node)
+        if head == "tcgen05" and mnemonic.split(".")[1:2] == ["mma"] and (not guarded or elect_guarded):
+            ptx_tcgen05_mma(it, mnemonic, ins_text, ins_here, n_out, plain, elect_guarded, node)
             continue
         if head == "mapa" and not guarded:
             ops = ptx_operands(ins_text)
-            if len(ops) == 3:
+            if len(ops) == 3 and dest is not None:
                 src, rank = (ptx_operand_value(o, ins_here, n_out, plain) for o in ops[1:])
-                regs[ops[0]] = h_map_dsmem(it, [src, rank], {}, node) if src is not None else Unknown("mapa")
+                regs[dest] = h_map_dsmem(it, [src, rank], {}, node) if src is not None else Unknown("mapa")
                 continue
         if head == "st" and "async" in mnemonic.split(".") and not guarded:
             ptx_st_async(it, mnemonic, ins_text, ins_here, n_out, plain, node)
@@ -6300,26 +6303,31 @@ def _elect_predicate(ins_text: str) -> Optional[str]:
 DESCRIPTOR_MOVES = ("mov", "add", "or", "and", "shl", "shr", "cvt")
 
 
-def _descriptor_move(ins_text: str, head: str, regs: dict, ins: list, n_out: int, plain: bool) -> bool:
-    """`mov.b32 r, $0` / `mov.b64 d, {r, hi}` / `add.u32 r2, r, 0x40` where a source is a matrix
-    descriptor (or any value `mov`ed from an operand, such as the TMEM address `tmem_acc`): the
-    register holds that value for the instructions after it (`_with_registers`). True when the
-    instruction was such a move."""
+def _written_register(ins_text: str) -> Optional[str]:
+    """The register an instruction writes: its first operand when that is a plain register name
+    (PTX puts the destination first; a store's first operand is an address `[...]`)."""
+    ops = ptx_operands(ins_text)
+    return ops[0] if ops and re.fullmatch(r"[%A-Za-z_]\w*", ops[0]) else None
+
+
+def _descriptor_move(dest: str, ins_text: str, head: str, regs: dict, ins: list, n_out: int, plain: bool) -> bool:
+    """`mov.b32 r, $0` / `mov.b64 d, {r, hi}` / `add.u32 r, r, 0x40` where a source is a matrix
+    descriptor, or a `mov` of an operand that is a buffer (the TMEM accumulator's address): the
+    register `dest` holds that value for the instructions after it (`_with_registers`). True
+    when the instruction was such a move."""
     if head not in DESCRIPTOR_MOVES:
         return False
     ops = ptx_operands(ins_text)
-    if len(ops) < 2 or not re.fullmatch(r"[%A-Za-z_][\w]*", ops[0]):
-        return False
     sources = []
     for tok in ops[1:]:
         parts = tok.strip("{}").split(",") if tok.startswith("{") else [tok]
         sources += [ptx_operand_value(x, ins, n_out, plain) for x in parts]
     found = next((v for v in sources if isinstance(v, SmemDescriptor)), None)
-    if found is None and head == "mov" and len(ops) == 2 and re.fullmatch(r"\$\d+", ops[1].strip()):
-        found = sources[0] if sources and sources[0] is not None else None
+    if found is None and head == "mov" and len(sources) == 1 and isinstance(sources[0], Smem):
+        found = sources[0]
     if found is None:
         return False
-    regs[ops[0]] = found
+    regs[dest] = found
     return True
 
 
@@ -6327,15 +6335,18 @@ PTX_TMEM_MMA_INEXACT = ("TMEM: an inline-PTX tcgen05.mma whose accumulator or A 
                         "pointer is taken to access the whole allocation (inexact)")
 
 
-def ptx_tcgen05_mma(it, ins_text: str, ins: list, n_out: int, plain: bool, elected: bool, node):
+def ptx_tcgen05_mma(it, mnemonic: str, ins_text: str, ins: list, n_out: int, plain: bool, elected: bool, node):
     """`[@p] tcgen05.mma[.ws].cta_group::1.kind::K [d], a, b, idesc, ...` with `p` from
     `elect.sync` (the `gemm_ptx` helpers): the MMA `cute.gemm` issues, by the elected lane. The SMEM
     operands are the buffers their descriptors were computed from (`SmemDescriptor`), read until
     the lane's tcgen05.commit; an A operand in TMEM (`[tmem_a]`) is read and the accumulator `[d]`
-    written at issue (TMEM_MMA), in the buffer the address names, else the whole allocation."""
+    written at issue (TMEM_MMA), in the buffer the address names, else the whole allocation; any
+    other TMEM operand (`[sfa]`, `[sfb]` of a block-scaled MMA, sparse metadata) is read at issue.
+    A cta_group::2 MMA reads and writes the peer CTA's buffers too: unmodeled here."""
     ops = ptx_operands(ins_text)
-    if len(ops) < 3:
-        it.unmodeled(node, "cute.arch.inline_ptx", "`tcgen05.mma` with operands not read")
+    if len(ops) < 3 or "cta_group::2" in mnemonic.split("."):
+        it.unmodeled(node, "cute.arch.inline_ptx", f"`{mnemonic.replace(PTX_PLACEHOLDER, '{…}')}` not modeled"
+                     if len(ops) >= 3 else "`tcgen05.mma` with operands not read")
         return
     lanes = _lowest(it.mask) if elected else it.mask
     smem = []
@@ -6352,8 +6363,10 @@ def ptx_tcgen05_mma(it, ins_text: str, ins: list, n_out: int, plain: bool, elect
     it.registry.assume(TMEM_MMA)
     for buf in smem:
         it.emit(RawAsyncRead(span, buf, lanes, "umma"))
-    if ops[1].startswith("["):
-        it.emit(RawAccess(span, _ptx_tmem(it, ops[1], ins, n_out, plain), False, lanes, False, True))
+    for tok in [ops[1]] + ops[3:]:
+        if tok.startswith("["):
+            tmem = _ptx_tmem(it, tok, ins, n_out, plain)
+            it.emit(RawAccess(span, tmem, False, lanes, False, not tmem.inexact))
     acc = _ptx_tmem(it, ops[0], ins, n_out, plain)
     it.emit(RawAccess(span, acc, True, lanes, False, not acc.inexact))
 
@@ -7891,6 +7904,8 @@ def h_mma_op(it, args, kwargs, node):
     sources = [v.qualname.rsplit(".", 1)[-1] for v in vals
                if isinstance(v, ModuleRef) and ".OperandSource." in v.qualname]
     trivial = it.callee_name(node.func).endswith("trivial_tiled_mma") if isinstance(node, cst.Call) else False
+    # `make_trivial_tiled_mma(a_dtype, b_dtype, a_major, b_major, acc_dtype, cta_group, tiler,
+    # a_source=SMEM)`: with no eighth argument, the default.
     a_src = sources[0] if len(sources) == 1 else "SMEM" if not sources and trivial and len(args) < 8 else None
     return CtaGroupOp("tcgen05 MMA", ctas=n, a_src=a_src)
 
@@ -7962,11 +7977,11 @@ def h_if_generate(it, args, kwargs, node):
 
 
 TENSOR_VALUES = (Smem, Gmem, Rmem)
-TENSOR_CLASSES = {"cute.Tensor", "cute.typing.Tensor"}  # as `canonical` names them
+# As `canonical` names them. A buffer value stands for the tensor and its pointer alike, so it is
+# both (`isinstance(x, cute.Pointer)` or `cute.Tensor` of a shared buffer holds either way).
+TENSOR_CLASSES = {"cute.Tensor", "cute.typing.Tensor"}
 POINTER_CLASSES = {"cute.Pointer", "cute.typing.Pointer"}
 ADDRESS_SPACE = {space: ModuleRef(f"cutlass.cute.AddressSpace.{space}") for space in ("smem", "tmem", "gmem")}
-
-
 DSL_ENUMS = ("AddressSpace", "OperandSource")
 
 
@@ -7979,6 +7994,8 @@ def _dsl_enum_value(v) -> Optional[tuple]:
         if enum in DSL_ENUMS:
             return enum, last
     return None
+
+
 PLAIN_VALUES = (int, float, bool, tuple, str, DType)
 
 

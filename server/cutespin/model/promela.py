@@ -389,27 +389,37 @@ class Lowering:
         """A wgmma is one operation of the whole warpgroup: it starts once its four warps have
         issued it, and a `wait_group` that retires a group in one warp retires the other warps'
         share of it (their operand reads included). `wg_peers[pi]`: the other processes of pi's
-        warpgroup that issue wgmma reads (a warp left out as identical to its siblings is none)."""
+        warpgroup that issue wgmma reads (a warp left out as identical to its siblings is none).
+        `wg_reads`: (process, tracked region) pairs whose latest wgmma read keeps the group it
+        belongs to (`lr<pi>_<r>`), so that a peer's wait retires only reads of the groups it waits
+        for."""
         members: dict = {}
+        reads: dict = {}
         for pi, p in enumerate(self.k.processes):
-            if any(isinstance(op, ir.AsyncRead) and op.kind == "wgmma" for v in p.variants for op in ir.walk(v)):
+            regions = {op.region.index for v in p.variants for op in ir.walk(v)
+                       if isinstance(op, ir.AsyncRead) and op.kind == "wgmma"}
+            if regions:
                 members.setdefault((p.cta, p.warp // 4), []).append(pi)
+                reads[pi] = regions & self.tracked_ids
         self.wg_peers = {pi: [q for q in ms if q != pi] for ms in members.values() if len(ms) > 1 for pi in ms}
+        self.wg_reads = {(pi, r) for pi in self.wg_peers for r in reads[pi]}
 
     def wg_wait_stmts(self, pi: int, op: ir.AsyncReadWait) -> list:
         """A `wait_group(n)` in a warp with warpgroup peers returns once the groups it retires (all
         but the newest n of the `wgc` groups the warp committed) are done, so once every peer has
-        committed them too (or exited). The peers' reads of the regions it retires are then ordered
-        before the waiting lanes as well. A peer may have issued a later group that reads the same
-        region again; that group starts only when this warp issues it too, and this warp's own read
-        is then in flight and checked."""
+        committed them too (or exited). A peer's read of a region it retires is then ordered
+        before the waiting lanes as well, when that read belongs to one of those groups (`lr`): a
+        peer may already have read the region again in a later group."""
         done = f"(wgc{pi} - {op.pending})"
         stmts = ["(" + " && ".join(f"(wgc{q} >= {done} || wgx{q})" for q in self.wg_peers[pi]) + ")"]
         regions = sorted({c.region.index for c in op.done_reads if c.region.index in self.tracked_ids})
         for q in self.wg_peers[pi]:
             for r in regions:
-                for g in self.lane_groups(pi, op.lanes or 1):
-                    stmts += self.set_bits(lambda k: self.cov(g, k), r, self.R(self.ar_group[q]))
+                if (q, r) not in self.wg_reads:
+                    continue
+                bits = [b for g in self.lane_groups(pi, op.lanes or 1)
+                        for b in self.set_bits(lambda k: self.cov(g, k), r, self.R(self.ar_group[q]))]
+                stmts.append(f"if :: (lr{q}_{r} < {done}) -> {'; '.join(bits)} :: else -> skip fi")
         return stmts
 
     @staticmethod
@@ -881,6 +891,8 @@ class Lowering:
                 stmts += self.record(r, self.R(ag))
                 stmts += self.set_bits(lambda k: f"ar_{k}", r, self.R(ag))
                 stmts += self.clear_bit(r, self.R(ag))
+                if (pi, r) in self.wg_reads and op.kind == "wgmma":
+                    stmts.append(f"lr{pi}_{r} = wgc{pi}")  # the group this read belongs to
             self.emit(indent + (self.dstep(stmts) if stmts else "skip"),
                       info(f"issues {unit} reading {op.region.name}", "async_read", None, r))
         elif isinstance(op, ir.AsyncReadCommit):
@@ -1262,6 +1274,8 @@ class Lowering:
             L(f"bit tq{s};", None)
         for pi in sorted(self.wg_peers):
             L(f"short wgc{pi}; bit wgx{pi};", None)
+        for pi, r in sorted(self.wg_reads):
+            L(f"short lr{pi}_{r};", None)
         for r0 in sorted(self.tracked_ids):
             for w, r in enumerate(self.wkeys(r0)):
                 names = [f"a_{r}"] + self.holders(r)
